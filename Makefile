@@ -1,0 +1,46 @@
+# RoMAE compendium: environment, tests, benchmarks.
+#   make venv        create .venv and install the package with the notebooks+test extras
+#   make test        run the test suite (extra pytest arguments: PYTEST_ARGS="-k rope -x")
+#   make bench       micro-benchmarks (model sizes, Table 9 timings)
+#   make reproduce   run the paper's notebooks (not yet implemented)
+#   make clean       remove caches; make distclean also removes .venv
+# ROMAE_DATA (where the datasets live) is passed through to the tests if you set it; it has no default here.
+
+PYTHON ?= python3
+VENV := .venv
+VPY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+PYTEST_ARGS ?=
+
+ifdef ROMAE_DATA
+export ROMAE_DATA
+endif
+
+.PHONY: all venv test bench reproduce clean distclean
+
+all: test
+
+venv: $(STAMP)
+
+# Reinstalls only when pyproject.toml changes (or the stamp is missing).
+$(STAMP): pyproject.toml
+	@test -x $(VPY) || $(PYTHON) -m venv $(VENV)
+	$(VPY) -m pip install -q --upgrade pip
+	$(VPY) -m pip install -q -e ".[notebooks,test]"
+	@touch $@
+
+test: venv
+	$(VPY) -m pytest $(PYTEST_ARGS)
+
+bench: venv
+	$(VPY) -m romae.bench sizes
+	$(VPY) -m romae.bench table9 --batch 8 --rounds 3
+
+reproduce:
+	@echo "make reproduce is implemented in issue 3 (notebook machinery); nothing to run yet"
+
+clean:
+	find . -path ./$(VENV) -prune -o -type d \( -name __pycache__ -o -name .pytest_cache -o -name .ipynb_checkpoints \) -exec rm -rf {} +
+
+distclean: clean
+	rm -rf $(VENV)
