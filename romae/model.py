@@ -1,0 +1,359 @@
+"""RoMAE: a plain pre-norm transformer whose only notion of position is continuous axial p-RoPE.
+
+Two models share one trunk (patch embedding, [CLS], encoder):
+
+* `RoMAEForPreTraining`: the MAE flow. Visible tokens (+ [CLS]) go through the encoder; one learned
+  [MASK] token is placed at every hidden position and, with RoPE, is located only by the rotary
+  positions inside the decoder. Also used for interpolation (task-given masks).
+* `RoMAEForPrediction`: classification or regression from the [CLS] token, a padding-aware mean, or
+  one output per token.
+
+Inputs are token lists: values [B, N, token_dim], positions [B, n_axes, N] (raw, real-valued; no
+rescaling), pad_mask [B, N] (True = padding) and, for pre-training, mask [B, N] (True = hidden).
+Every forward returns (output, loss), the contract of `romae.train.fit`.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .config import EncoderConfig, RoMAEConfig
+from .masking import check_mask, gather_positions, gather_tokens, random_mask, split_indices
+from .rope import RoPE, check_positions, rotate_qk_, sincos_1d, sincos_nd
+
+
+def _require(ok: Tensor, message, detail=lambda: "") -> None:
+    """Raise ValueError if the boolean tensor `ok` is False. On GPUs the check is asynchronous (no
+    GPU -> CPU sync per forward, the slowdown the paper measured), so the detail is only given on CPU."""
+    if ok.is_cuda:
+        torch._assert_async(ok, message)
+    elif not bool(ok):
+        raise ValueError(message + detail())
+
+
+# ----------------------------------------------------------------------------- building blocks
+
+class RMSNorm(nn.Module):
+    """RMSNorm (App. A.2, eq. 3): x / sqrt(eps + mean(x^2)) * g; no centring, no bias."""
+
+    def __init__(self, dim: int, eps: float = 1e-12):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.rms_norm(x, (x.shape[-1],), self.weight, self.eps)
+
+
+class DropPath(nn.Module):
+    """Stochastic depth: zero a sample's residual branch with probability `rate`, rescale the rest."""
+
+    def __init__(self, rate: float):
+        super().__init__()
+        self.rate = rate
+
+    def forward(self, x: Tensor) -> Tensor:
+        if self.rate == 0.0 or not self.training:
+            return x
+        keep = x.new_empty(x.shape[0], *[1] * (x.dim() - 1)).bernoulli_(1.0 - self.rate)
+        return x * keep / (1.0 - self.rate)
+
+
+class Attention(nn.Module):
+    """Bias-free multi-head self-attention with RoPE on queries and keys (not values)."""
+
+    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0):
+        super().__init__()
+        self.n_heads, self.dropout = n_heads, dropout
+        # the authors' bias-free q, k, v projections, with q and k fused into one matrix so that RoPE
+        # rotates both in place in the projection's own output. Its rows are stored pair-interleaved
+        # inside each axis chunk (rope.interleave_permutation): a fixed permutation of rotate-half,
+        # shared by q and k, so q.k is unchanged and RoPE is one complex multiply
+        self.qk = nn.Linear(d_model, 2 * d_model, bias=False)
+        self.v = nn.Linear(d_model, d_model, bias=False)
+        self.proj = nn.Linear(d_model, d_model, bias=False)
+
+    def forward(self, x: Tensor, rot: Tensor | None, attn_mask: Tensor | None):
+        """x: [B, N, D]; rot: phasors from RoPE.angles or None; attn_mask: [B, 1, 1, N] bool (True = attend)."""
+        B, N, D = x.shape
+        H = self.n_heads
+        qk = self.qk(x)
+        if rot is not None:  # q and k rotated where the projection wrote them (fresh tensor: in place)
+            qk = rotate_qk_(qk, rot, H)
+        q, k = qk.view(B, N, 2, H, D // H).permute(2, 0, 3, 1, 4).unbind(0)  # each [B, H, N, head_dim]
+        v = self.v(x).view(B, N, H, D // H).transpose(1, 2)
+        # no padding -> attn_mask None, so PyTorch may pick its fused (flash / memory-efficient) kernels
+        out = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=attn_mask, dropout_p=self.dropout if self.training else 0.0)
+        return self.proj(out.transpose(1, 2).reshape(B, N, D))
+
+
+class Block(nn.Module):
+    """Pre-norm block: h = x + DropPath(Attn(RMSNorm(x))); out = h + DropPath(MLP(RMSNorm(h)))."""
+
+    def __init__(self, cfg: EncoderConfig, drop_path: float):
+        super().__init__()
+        self.norm1 = RMSNorm(cfg.d_model, cfg.norm_eps)
+        self.attn = Attention(cfg.d_model, cfg.n_heads, cfg.dropout)
+        self.norm2 = RMSNorm(cfg.d_model, cfg.norm_eps)
+        # non-gated SiLU MLP, bias-free; dropout on its output (authors' code)
+        self.mlp = nn.Sequential(nn.Linear(cfg.d_model, cfg.d_ff, bias=False), nn.SiLU(),
+                                 nn.Linear(cfg.d_ff, cfg.d_model, bias=False), nn.Dropout(cfg.dropout))
+        self.drop_path = DropPath(drop_path)
+
+    def forward(self, x: Tensor, rot: Tensor | None, attn_mask: Tensor | None) -> Tensor:
+        x = x + self.drop_path(self.attn(self.norm1(x), rot, attn_mask))
+        return x + self.drop_path(self.mlp(self.norm2(x)))
+
+
+class Encoder(nn.Module):
+    """A stack of blocks with its own RoPE; angles are computed once per forward and shared by all blocks."""
+
+    def __init__(self, cfg: EncoderConfig, n_axes: int, pos_encoding: str = "rope", p: float = 0.75,
+                 base: float = 10000.0):
+        super().__init__()
+        n = cfg.depth
+        # stochastic depth grows linearly: block l of n is dropped with rate lambda * l / (n - 1)
+        rates = [cfg.drop_path * l / (n - 1) if n > 1 else 0.0 for l in range(n)]
+        self.blocks = nn.ModuleList(Block(cfg, r) for r in rates)
+        self.rope = None
+        if pos_encoding in ("rope", "rope_quantized"):
+            self.rope = RoPE(cfg.head_dim, n_axes, p, base, quantize=pos_encoding == "rope_quantized")
+
+    def forward(self, x: Tensor, positions: Tensor, pad_mask: Tensor | None = None) -> Tensor:
+        """x: [B, N, D], positions: [B, n_axes, N], pad_mask: [B, N] (True = padding) -> [B, N, D]."""
+        rot = self.rope.angles(positions) if self.rope is not None else None  # once, for all blocks
+        # boolean key-padding mask (True = may attend); padded queries still compute but are ignored
+        attn_mask = None if pad_mask is None else ~pad_mask[:, None, None, :]
+        for block in self.blocks:
+            x = block(x, rot, attn_mask)
+        return x
+
+
+class Head(nn.Module):
+    """dropout -> RMSNorm -> linear (App. A.2: the same shape for classification and reconstruction)."""
+
+    def __init__(self, d_in: int, d_out: int, dropout: float = 0.0, eps: float = 1e-12):
+        super().__init__()
+        self.net = nn.Sequential(nn.Dropout(dropout), RMSNorm(d_in, eps), nn.Linear(d_in, d_out))
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.net(x)
+
+
+def init_trunc_normal(module: nn.Module) -> None:
+    """Truncated-normal (std 0.02) linear weights, zero biases: the authors' fine-tuning initialisation."""
+    for m in module.modules():
+        if isinstance(m, nn.Linear):
+            nn.init.trunc_normal_(m.weight, std=0.02)
+            if m.bias is not None:
+                nn.init.zeros_(m.bias)
+
+
+# ----------------------------------------------------------------------------- the models
+
+class RoMAETrunk(nn.Module):
+    """Patch embedding, [CLS] and encoder, shared by pre-training and prediction models."""
+
+    def __init__(self, cfg: RoMAEConfig):
+        super().__init__()
+        self.cfg = cfg
+        d = cfg.encoder.d_model
+        self.embed = nn.Linear(cfg.token_dim, d)  # linear patch embedding with bias (authors' code)
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, d)) if cfg.use_cls else None
+        if self.cls_token is not None:
+            nn.init.trunc_normal_(self.cls_token, std=0.02)
+        if cfg.pos_encoding == "absolute_nd" and d % (2 * cfg.n_axes):
+            raise ValueError(f"d_model={d} must be divisible by 2 * n_axes = {2 * cfg.n_axes}")
+        # 1-D table over the token index (the authors' "absolute" baseline), None otherwise
+        self.register_buffer("abs_table", sincos_1d(torch.arange(cfg.max_len), d)
+                             if cfg.pos_encoding == "absolute" else None, persistent=False)
+        self.encoder = Encoder(cfg.encoder, cfg.n_axes, cfg.pos_encoding, cfg.p, cfg.rope_base)
+
+    def check_inputs(self, values: Tensor, positions: Tensor, pad_mask: Tensor | None) -> None:
+        """Clear errors for malformed inputs, each naming the offending value."""
+        if values.dim() != 3 or values.shape[-1] != self.cfg.token_dim:
+            raise ValueError(f"values must be [B, N, token_dim={self.cfg.token_dim}], got "
+                             f"{tuple(values.shape)}")
+        B, N, _ = values.shape
+        check_positions(positions, self.cfg.n_axes, N, check_finite=False)
+        if positions.is_floating_point():
+            finite = torch.isfinite(positions)
+            _require(finite.all(), "positions must be finite",
+                     lambda: f", found {positions[~finite][0].item()} in sample {int((~finite).nonzero()[0, 0])}")
+        if pad_mask is not None:
+            if pad_mask.dtype != torch.bool or tuple(pad_mask.shape) != (B, N):
+                raise ValueError(f"pad_mask must be a bool tensor [{B}, {N}], got {pad_mask.dtype} "
+                                 f"{tuple(pad_mask.shape)}")
+            empty = pad_mask.all(dim=1)
+            _require(~empty.any(), "a sample of the batch is all padding",
+                     lambda: f": sample {int(empty.nonzero()[0, 0])}")
+
+    def add_absolute(self, x: Tensor, positions: Tensor, token_idx: Tensor, table: Tensor | None) -> Tensor:
+        """Add the absolute baseline (if enabled) to tokens x [B, M, d] at original indices token_idx [B, M]."""
+        if self.cfg.pos_encoding == "absolute":
+            rows = token_idx + int(self.cfg.use_cls)  # row 0 belongs to [CLS]
+            _require(rows.max() < table.shape[0], f"more tokens than max_len={self.cfg.max_len} rows "
+                     "of the absolute sin/cos table")
+            return x + table[rows].to(x.dtype)
+        if self.cfg.pos_encoding == "absolute_nd":
+            return x + sincos_nd(positions, x.shape[-1]).to(x.dtype)
+        return x
+
+    def with_cls(self, x: Tensor, positions: Tensor, pad_mask: Tensor | None, cls: Tensor | None):
+        """Prepend cls [1, 1, d] at the origin of every axis (Definition C.1), never padding."""
+        if cls is None:
+            return x, positions, pad_mask
+        B = x.shape[0]
+        cls = cls.expand(B, -1, -1).to(x.dtype)
+        if self.cfg.pos_encoding == "absolute":
+            cls = cls + self.abs_table[:1].to(x.dtype)
+        elif self.cfg.pos_encoding == "absolute_nd":
+            cls = cls + sincos_nd(positions.new_zeros(B, positions.shape[1], 1), x.shape[-1]).to(x.dtype)
+        x = torch.cat((cls, x), dim=1)
+        positions = torch.cat((positions.new_zeros(B, positions.shape[1], 1), positions), dim=2)
+        if pad_mask is not None:
+            pad_mask = torch.cat((pad_mask.new_zeros(B, 1), pad_mask), dim=1)
+        return x, positions, pad_mask
+
+    def encode(self, values: Tensor, positions: Tensor, pad_mask: Tensor | None = None,
+               token_idx: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor | None]:
+        """Tokens [B, M, token_dim] -> encoder outputs [B, (1 +) M, d] (+ the positions and pad mask used)."""
+        if token_idx is None:
+            token_idx = torch.arange(values.shape[1], device=values.device).expand(values.shape[0], -1)
+        x = self.add_absolute(self.embed(values), positions, token_idx, self.abs_table)
+        x, positions, pad_mask = self.with_cls(x, positions, pad_mask, self.cls_token)
+        return self.encoder(x, positions, pad_mask), positions, pad_mask
+
+
+class RoMAEForPreTraining(RoMAETrunk):
+    """Masked-autoencoder pre-training and interpolation."""
+
+    def __init__(self, cfg: RoMAEConfig):
+        super().__init__(cfg)
+        dd = cfg.decoder.d_model
+        self.decoder_embed = nn.Linear(cfg.encoder.d_model, dd)  # with bias, no norm before (authors)
+        self.mask_token = nn.Parameter(torch.zeros(1, 1, dd))  # zeros: located only by RoPE
+        self.decoder = Encoder(cfg.decoder, cfg.n_axes, cfg.pos_encoding, cfg.p, cfg.rope_base)
+        self.head = Head(dd, cfg.token_dim, cfg.head_dropout, cfg.decoder.norm_eps)
+        self.register_buffer("dec_abs_table", sincos_1d(torch.arange(cfg.max_len), dd)
+                             if cfg.pos_encoding == "absolute" else None, persistent=False)
+        if cfg.init == "trunc_normal":  # authors: PyTorch's default initialisation when pre-training
+            init_trunc_normal(self)
+
+    def forward_encoder(self, values, positions, mask, pad_mask=None):
+        """Encode visible tokens: -> latent [B, (1 +) N_vis, d], visible_idx [B, N_vis], hidden_idx [B, N_hid]."""
+        visible_idx, hidden_idx = split_indices(mask)
+        vis_pad = None if pad_mask is None else pad_mask.gather(1, visible_idx)
+        latent, _, _ = self.encode(gather_tokens(values, visible_idx),
+                                   gather_positions(positions, visible_idx), vis_pad, visible_idx)
+        return latent, visible_idx, hidden_idx
+
+    def forward_decoder(self, latent, positions, visible_idx, hidden_idx, pad_mask=None):
+        """[encoder outputs ; one [MASK] per hidden token] through the decoder -> pred [B, N_hid, token_dim]."""
+        B, n_hidden = hidden_idx.shape
+        idx = torch.cat((visible_idx, hidden_idx), dim=1)  # decoder order, [CLS] excluded
+        y = torch.cat((self.decoder_embed(latent), self.mask_token.expand(B, n_hidden, -1).to(latent.dtype)), 1)
+        pos = gather_positions(positions, idx)
+        if self.cls_token is not None:  # [CLS] rides along at the origin
+            pos = torch.cat((pos.new_zeros(B, pos.shape[1], 1), pos), dim=2)
+        pad = None if pad_mask is None else pad_mask.gather(1, idx)
+        if pad is not None and self.cls_token is not None:
+            pad = torch.cat((pad.new_zeros(B, 1), pad), dim=1)
+        if self.cfg.pos_encoding in ("absolute", "absolute_nd"):
+            # our fix: every decoder token gets its own row (authors: mask tokens only, off by one with [CLS])
+            full_idx = idx if self.cls_token is None else torch.cat((idx.new_full((B, 1), -1), idx), 1)
+            y = self.add_absolute(y, pos, full_idx, self.dec_abs_table)
+        y = self.decoder(y, pos, pad)
+        return self.head(y[:, -n_hidden:])
+
+    def forward_loss(self, values, pred, hidden_idx, pad_mask=None):
+        """MSE on hidden tokens only; padded hidden tokens leave numerator and denominator (ours)."""
+        target = gather_tokens(values, hidden_idx)
+        if self.cfg.normalize_targets:  # MAE norm-pix: each patch standardised (unbiased variance)
+            target = (target - target.mean(-1, keepdim=True)) / (target.var(-1, keepdim=True) + 1e-6).sqrt()
+        err = (pred.float() - target.float()).pow(2).mean(dim=-1)  # [B, N_hid]
+        if pad_mask is None:
+            return err.mean()
+        real = ~pad_mask.gather(1, hidden_idx)
+        denom = err.numel() if self.cfg.loss_counts_padding else real.sum().clamp(min=1)
+        return (err * real).sum() / denom
+
+    def forward(self, values: Tensor, positions: Tensor, mask: Tensor | None = None,
+                pad_mask: Tensor | None = None, **_) -> tuple[Tensor, Tensor]:
+        """-> (pred [B, N_hid, token_dim] for the hidden tokens in original order, loss).
+
+        Without `mask`, a uniform random mask hides cfg.mask_ratio of the tokens. `values[mask] = pred`
+        puts the predictions back in place (hidden tokens keep their batch-major, token order).
+        """
+        self.check_inputs(values, positions, pad_mask)
+        B, N, _ = values.shape
+        if mask is None:
+            mask = random_mask(B, N, self.cfg.mask_ratio, pad_mask, device=values.device)
+        else:
+            check_mask(mask, B, N)
+        latent, visible_idx, hidden_idx = self.forward_encoder(values, positions, mask, pad_mask)
+        pred = self.forward_decoder(latent, positions, visible_idx, hidden_idx, pad_mask)
+        return pred, self.forward_loss(values, pred, hidden_idx, pad_mask)
+
+    @torch.no_grad()
+    def reconstruct(self, values, positions, mask, pad_mask=None) -> Tensor:
+        """Interpolation: values [B, N, token_dim] with the hidden tokens replaced by predictions."""
+        pred, _ = self(values, positions, mask=mask, pad_mask=pad_mask)
+        out = values.clone()
+        out[mask] = pred.reshape(-1, pred.shape[-1]).to(out.dtype)
+        return out
+
+
+class RoMAEForPrediction(RoMAETrunk):
+    """Classification or regression with a [CLS] head, a padding-aware mean head, or per-token outputs."""
+
+    def __init__(self, cfg: RoMAEConfig):
+        super().__init__(cfg)
+        self.head = Head(cfg.encoder.d_model, cfg.n_outputs, cfg.head_dropout, cfg.encoder.norm_eps)
+        if cfg.init in (None, "trunc_normal"):  # authors: truncated normal 0.02 when fine-tuning
+            init_trunc_normal(self)
+
+    def forward(self, values: Tensor, positions: Tensor, labels: Tensor | None = None,
+                pad_mask: Tensor | None = None, **_) -> tuple[Tensor, Tensor | None]:
+        """-> (outputs, loss). outputs: [B, n_outputs], or [B, N, n_outputs] for head='tokens'."""
+        self.check_inputs(values, positions, pad_mask)
+        x, _, _ = self.encode(values, positions, pad_mask)
+        tokens = x[:, 1:] if self.cls_token is not None else x
+        if self.cfg.head == "cls":
+            out = self.head(x[:, 0])
+        elif self.cfg.head == "mean":  # mean over real tokens only (out of place; authors' bug 12)
+            real = torch.ones_like(tokens[..., 0]) if pad_mask is None else (~pad_mask).to(tokens.dtype)
+            out = self.head((tokens * real.unsqueeze(-1)).sum(1) / real.sum(1, keepdim=True))
+        else:
+            out = self.head(tokens)
+        return out, None if labels is None else self.loss(out, labels, pad_mask)
+
+    def loss(self, out: Tensor, labels: Tensor, pad_mask: Tensor | None = None) -> Tensor:
+        """Cross-entropy (PyTorch label smoothing) or MSE; per-token losses ignore padding."""
+        if self.cfg.task == "classification":
+            return F.cross_entropy(out.reshape(-1, out.shape[-1]).float(), labels.reshape(-1),
+                                   label_smoothing=self.cfg.label_smoothing)
+        err = (out.float() - labels.reshape(out.shape).float()).pow(2)
+        if self.cfg.head == "tokens" and pad_mask is not None:
+            real = (~pad_mask).unsqueeze(-1).float()
+            return (err * real).sum() / (real.sum() * err.shape[-1])
+        return err.mean()
+
+    def load_encoder(self, pretrained: dict[str, Tensor] | nn.Module, embedding: bool = False) -> list[str]:
+        """Copy encoder blocks and [CLS] (and the patch embedding if `embedding`) from a pre-training model.
+
+        The authors transferred blocks and [CLS] only and re-initialised the patch embedding (their
+        default here too). Returns the names copied; raises if a needed weight is missing or misshaped.
+        """
+        src = pretrained.state_dict() if isinstance(pretrained, nn.Module) else pretrained
+        prefixes = ("encoder.", "cls_token") + (("embed.",) if embedding else ())
+        own = self.state_dict()
+        wanted = [k for k in own if k.startswith(prefixes)]
+        missing = [k for k in wanted if k not in src or src[k].shape != own[k].shape]
+        if missing:
+            raise ValueError(f"pre-trained weights lack or misshape {len(missing)} tensors, e.g. {missing[:3]}")
+        self.load_state_dict({k: src[k] for k in wanted}, strict=False)
+        return wanted

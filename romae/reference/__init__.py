@@ -1,0 +1,28 @@
+"""The paper's reference numbers, in one machine-readable file with provenance (`paper_values.csv`).
+
+Only the paper's published values live here, labelled as the paper's; code that computes our numbers
+never reads an expected value from this file, it only puts the two side by side.
+"""
+
+from __future__ import annotations
+
+import csv
+from functools import lru_cache
+from pathlib import Path
+
+PAPER_VALUES = Path(__file__).with_name("paper_values.csv")
+
+
+@lru_cache
+def paper_values() -> tuple[dict, ...]:
+    """All rows of paper_values.csv: experiment, setting, metric, paper (float), source."""
+    with open(PAPER_VALUES, newline="") as f:
+        return tuple({**row, "paper": float(row["paper"])} for row in csv.DictReader(f))
+
+
+def paper_value(experiment: str, setting: str, metric: str) -> float:
+    """The paper's value for one (experiment, setting, metric); KeyError naming it if absent."""
+    for row in paper_values():
+        if (row["experiment"], row["setting"], row["metric"]) == (experiment, setting, metric):
+            return row["paper"]
+    raise KeyError(f"no paper value for {experiment} / {setting} / {metric} in {PAPER_VALUES.name}")
