@@ -1,0 +1,348 @@
+"""One training loop for every experiment: `fit(model, data, TrainConfig)`.
+
+The model's forward takes a batch's tensors as keywords and returns `(output, loss)`; the loop adds
+AdamW/SGD with one parameter group, linear warm-up + cosine decay stepped per optimiser step,
+optional gradient-norm clipping, bf16 autocast and several processes through Accelerate (so
+`accelerate launch` works unchanged), atomic checkpoints, exact resume, a JSON-lines history and a
+tqdm bar. Data is a map-style dataset; we shuffle and shard it ourselves, so no DataLoader workers
+and no sampler state need saving.
+
+Resume is exact on CPU: training N steps in one go, or k steps (`max_steps=k`) and then the rest
+from the checkpoint, gives identical weights, dropout and in-forward random masking included,
+because the RNG states are saved and each epoch's order is a function of (seed, epoch) alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import random
+import shutil
+import time
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+import torch
+from accelerate import Accelerator
+from accelerate.state import AcceleratorState
+from accelerate.utils import gather_object
+from safetensors.torch import load_file, save_file
+from torch.optim.lr_scheduler import LambdaLR
+from torch.utils.data import default_collate
+from tqdm.auto import tqdm
+
+from romae.config import TrainConfig
+
+
+class ArrayDataset:
+    """Tensors sharing dim 0 as a dataset: item i is `{name: tensor[i]}`, `batch(idx)` slices them all."""
+
+    def __init__(self, **tensors):
+        self.tensors = {k: torch.as_tensor(v) for k, v in tensors.items()}
+        lengths = {len(t) for t in self.tensors.values()}
+        if len(lengths) != 1:
+            raise ValueError(f"tensors must share their first dimension, got lengths {sorted(lengths)}")
+        self._len = lengths.pop()
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
+        return {k: t[i] for k, t in self.tensors.items()}
+
+    def batch(self, idx: torch.Tensor) -> dict[str, torch.Tensor]:
+        """idx: [B] long -> {name: [B, ...]} in one indexing op per tensor (no per-item collation)."""
+        return {k: t[idx] for k, t in self.tensors.items()}
+
+
+@dataclass
+class FitResult:
+    """What `fit` returns. History rows: training {step, epoch, lr, loss, grad_norm, seconds}, loss and
+    grad_norm averaged over the steps since the previous row; validation {step, epoch, val_loss}."""
+
+    model: torch.nn.Module  # unwrapped (no DDP, no autocast wrapper), on the training device
+    history: list[dict]  # in the order written to history.jsonl
+    steps: int  # optimiser steps done in total (across resumes)
+    out_dir: Path | None
+
+    def frame(self):
+        """The history as a pandas DataFrame (validation rows have NaN training columns and vice versa)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.history)
+
+
+def lr_at(step: int, total_steps: int, warmup_steps: int, lr: float) -> float:
+    """Learning rate of optimiser step `step` (0-based) of `total_steps`.
+
+    Linear warm-up: step s < W uses lr * (s + 1) / W, so the peak lr is used at step W - 1 and no step
+    is wasted at lr 0. Then a cosine from the peak to exactly 0 at the last step, total_steps - 1.
+    The authors' schedule differs slightly (warm-up from 1e-5 lr, switch one step early, cosine phase
+    counted from step 0 so the peak is never quite reached); this is the clean version.
+    """
+    if step < warmup_steps:
+        return lr * (step + 1) / warmup_steps
+    peak = max(warmup_steps, 1) - 1  # with no warm-up, step 0 runs at the peak
+    span = total_steps - 1 - peak
+    if span <= 0:
+        return lr
+    progress = min((step - peak) / span, 1.0)
+    return 0.5 * lr * (1.0 + math.cos(math.pi * progress))
+
+
+def _lr_factor(step: int, total_steps: int, warmup_steps: int) -> float:
+    # LambdaLR wants a multiplier; a partial (not a lambda) keeps the scheduler's state_dict picklable.
+    return lr_at(step, total_steps, warmup_steps, 1.0)
+
+
+def _make_optimizer(params, cfg: TrainConfig) -> torch.optim.Optimizer:
+    # One parameter group for everything, as the authors: weight decay also hits norms, biases, [CLS].
+    if cfg.optimizer == "adamw":
+        return torch.optim.AdamW(params, lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay, eps=1e-8)
+    return torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
+
+
+def _shard(perm: torch.Tensor, b: int, batch_size: int, rank: int, n_proc: int) -> torch.Tensor:
+    """Indices of process `rank` in global batch `b` of the epoch's permutation `perm`: [<= batch_size]."""
+    g = perm[b * batch_size * n_proc : (b + 1) * batch_size * n_proc]
+    if len(g) < batch_size * n_proc and n_proc > 1:
+        # Short last batch: pad to a multiple of n_proc from the epoch's start (as DistributedSampler)
+        # and split evenly, so no process gets an empty batch and DDP never waits on a missing rank.
+        per = math.ceil(len(g) / n_proc)
+        g = torch.cat([g, perm[: per * n_proc - len(g)]])
+        return g[rank * per : (rank + 1) * per]
+    return g[rank * batch_size : (rank + 1) * batch_size]
+
+
+def _fetch(data, idx: torch.Tensor) -> dict:
+    """idx: [B] -> batch dict, via the dataset's vectorised `batch` if it has one."""
+    if hasattr(data, "batch"):
+        return data.batch(idx)
+    return default_collate([data[i] for i in idx.tolist()])
+
+
+def _to_device(batch: dict, device) -> dict:
+    return {k: v.to(device, non_blocking=True) if torch.is_tensor(v) else v for k, v in batch.items()}
+
+
+def _seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)  # also seeds every CUDA device
+
+
+def _rng_state() -> dict:
+    state = {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def _set_rng_state(state: dict) -> None:
+    torch.set_rng_state(state["torch"])
+    np.random.set_state(state["numpy"])
+    random.setstate(state["python"])
+    if "cuda" in state and torch.cuda.is_available() and len(state["cuda"]) == torch.cuda.device_count():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def _checkpoint_file(path: str | Path, name: str) -> Path:
+    """Accept a checkpoint directory, a run's out_dir (holding checkpoint/) or the file itself."""
+    path = Path(path)
+    for candidate in (path, path / name, path / "checkpoint" / name):
+        if candidate.is_file():
+            return candidate
+    raise FileNotFoundError(f"no {name} at {path} (nor in {path / 'checkpoint'})")
+
+
+def load_checkpoint(model: torch.nn.Module, path: str | Path, strict: bool = True):
+    """Load model.safetensors into `model`; returns load_state_dict's (missing_keys, unexpected_keys)."""
+    state = load_file(_checkpoint_file(path, "model.safetensors"), device="cpu")
+    return model.load_state_dict(state, strict=strict)  # copies onto the parameters' own device
+
+
+def read_config(path: str | Path) -> dict:
+    """The config.json saved beside a checkpoint: the model config, "train" (TrainConfig) and "step"."""
+    return json.loads(_checkpoint_file(path, "config.json").read_text())
+
+
+def _save_checkpoint(ckpt: Path, accelerator, model, train_state: dict, mine: dict, config: dict) -> None:
+    """Write checkpoint/ atomically: fill a sibling .tmp, then swap it in; a crash leaves an intact copy.
+
+    `mine` is this process's own state (RNGs, log window); one per process is kept, by rank.
+    """
+    ranks = gather_object([{**mine, "rng": _rng_state()}])  # a collective: every process calls it
+    if accelerator.is_main_process:
+        tmp, old = ckpt.with_name(ckpt.name + ".tmp"), ckpt.with_name(ckpt.name + ".old")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        # copy=True also un-shares tied tensors, which safetensors refuses to save.
+        state = {k: v.detach().to("cpu", copy=True).contiguous() for k, v in model.state_dict().items()}
+        save_file(state, tmp / "model.safetensors")
+        torch.save({**train_state, "ranks": ranks}, tmp / "train_state.pt")
+        (tmp / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True, default=str))
+        if ckpt.exists():
+            shutil.rmtree(old, ignore_errors=True)
+            ckpt.rename(old)
+        tmp.rename(ckpt)
+        shutil.rmtree(old, ignore_errors=True)
+    accelerator.wait_for_everyone()
+
+
+def _append(path: Path | None, row: dict) -> None:
+    if path is not None:
+        with path.open("a") as f:
+            f.write(json.dumps(row) + "\n")
+
+
+def _train_step(model, optimizer, scheduler, batch: dict, accelerator, params: list, cfg: TrainConfig,
+                step: int) -> tuple[float, torch.Tensor]:
+    """One optimiser step on `batch`; returns (loss, gradient norm before clipping: scalar tensor)."""
+    optimizer.zero_grad(set_to_none=True)
+    _, loss = model(**batch)
+    value = loss.item()
+    if not math.isfinite(value):  # stop before the update: a NaN step would poison the weights
+        raise RuntimeError(f"non-finite training loss {value} at step {step + 1}; nothing was saved for it")
+    accelerator.backward(loss)
+    if cfg.grad_clip:
+        grad_norm = accelerator.clip_grad_norm_(params, cfg.grad_clip)
+    else:  # the same norm, without the (no-op) rescaling
+        grad_norm = torch.nn.utils.get_total_norm([p.grad for p in params if p.grad is not None])
+    optimizer.step()
+    scheduler.step()
+    return value, grad_norm.detach().float()
+
+
+@torch.no_grad()
+def _evaluate(model, data, batch_size: int, accelerator) -> float:
+    """Mean loss over `data`, weighted by batch size; whole batches are dealt round-robin to processes."""
+    model.eval()
+    n_proc, sums = accelerator.num_processes, torch.zeros(2, dtype=torch.float64, device=accelerator.device)
+    for start in range(accelerator.process_index * batch_size, len(data), batch_size * n_proc):
+        idx = torch.arange(start, min(start + batch_size, len(data)))
+        _, loss = model(**_to_device(_fetch(data, idx), accelerator.device))
+        sums += torch.stack([loss.detach().double() * len(idx), sums.new_tensor(len(idx))])
+    if n_proc > 1:
+        sums = accelerator.reduce(sums, reduction="sum")
+    model.train()
+    return (sums[0] / sums[1]).item()
+
+
+def fit(model: torch.nn.Module, train_data, cfg: TrainConfig, *, val_data=None,
+        out_dir: str | Path | None = None, resume: bool = True, config: dict | None = None,
+        callback=None, device: str | None = None, max_steps: int | None = None) -> FitResult:
+    """Train `model` on `train_data` as `cfg` says; checkpoints, history.jsonl go to `out_dir`.
+
+    `model(**batch)` -> (output, loss: scalar). Steps per epoch = ceil(len / (batch_size * processes));
+    the schedule always spans steps_per_epoch * epochs: `max_steps` only stops early (and checkpoints
+    there), so a stopped run resumed later equals an uninterrupted one. With `resume` and an existing
+    `out_dir/checkpoint`, training continues from it (or returns at once if it is already done).
+    `config` (the model's resolved config) is saved in config.json; `callback(row, model)` sees each
+    validation row on the main process. `device="cpu"` forces the CPU; None lets Accelerate choose.
+    """
+    _seed_everything(cfg.seed)
+    # AcceleratorState is a process-wide singleton that refuses a second precision; reset it (the
+    # process group, in PartialState, stays) so successive fits in one process may differ in bf16.
+    AcceleratorState._reset_state()
+    accelerator = Accelerator(mixed_precision="bf16" if cfg.bf16 else "no", cpu=(device == "cpu"))
+    n_proc, rank, main = accelerator.num_processes, accelerator.process_index, accelerator.is_main_process
+    dev = accelerator.device  # where batches go: this process's GPU, or the CPU
+    steps_per_epoch = math.ceil(len(train_data) / (cfg.batch_size * n_proc))
+    total_steps = steps_per_epoch * cfg.epochs
+    stop = total_steps if max_steps is None else min(max_steps, total_steps)
+
+    optimizer = _make_optimizer(model.parameters(), cfg)
+    # Stepped by us once per optimiser step, so it is not prepared: Accelerate would step it per process.
+    scheduler = LambdaLR(optimizer, partial(_lr_factor, total_steps=total_steps,
+                                            warmup_steps=cfg.warmup_steps))
+    model, optimizer = accelerator.prepare(model, optimizer)  # not the data: we shard it ourselves
+    inner = accelerator.unwrap_model(model)  # keeps the autocast wrapper, for evaluation and saving
+
+    out = Path(out_dir) if out_dir is not None else None
+    ckpt, hist_path = (out / "checkpoint", out / "history.jsonl") if out else (None, None)
+    if out and main:
+        out.mkdir(parents=True, exist_ok=True)
+        old = ckpt.with_name("checkpoint.old")
+        if not ckpt.exists() and old.exists():
+            old.rename(ckpt)  # a crash between the two renames of _save_checkpoint
+    accelerator.wait_for_everyone()
+
+    step, seconds, history, rng = 0, 0.0, [], None
+    window = {"loss": 0.0, "grad_norm": 0.0, "n": 0}  # running sums since the last history row
+    if resume and ckpt is not None and ckpt.exists():
+        load_checkpoint(inner, ckpt)
+        state = torch.load(ckpt / "train_state.pt", map_location="cpu", weights_only=False)
+        if state["steps_per_epoch"] != steps_per_epoch:
+            raise ValueError(f"checkpoint has {state['steps_per_epoch']} steps/epoch, this run "
+                             f"{steps_per_epoch}: same data, batch size and process count are needed")
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+        step, seconds = state["step"], state["seconds"]
+        mine = state["ranks"][rank] if rank < len(state["ranks"]) else state["ranks"][0]
+        rng, window = mine["rng"], mine["window"]
+        if hist_path.exists():
+            rows = [json.loads(line) for line in hist_path.read_text().splitlines() if line.strip()]
+            history = [r for r in rows if r["step"] <= step]  # rows after the checkpoint are redone
+    if hist_path is not None and main:
+        hist_path.write_text("".join(json.dumps(r) + "\n" for r in history))
+    if step >= stop:
+        return FitResult(accelerator.unwrap_model(model, keep_fp32_wrapper=False), history, step, out)
+    if rng is not None:
+        _set_rng_state(rng)  # last, so nothing between here and the first batch draws from the RNGs
+
+    def log(row):
+        history.append(row)
+        if main:
+            _append(hist_path, row)
+
+    saved_config = {**(dataclasses.asdict(config) if dataclasses.is_dataclass(config) else config or {}),
+                    "train": cfg.to_dict()}
+    params = [p for p in model.parameters() if p.requires_grad]
+    bar = tqdm(total=stop, initial=step, disable=not (cfg.progress and main), desc="train")
+    t0 = time.perf_counter() - seconds
+    model.train()
+    epoch = step // steps_per_epoch
+    while step < stop:
+        # The order depends on (seed, epoch) only, so a resumed run skips done batches by arithmetic.
+        perm = torch.randperm(len(train_data), generator=torch.Generator().manual_seed(cfg.seed + epoch))
+        for b in range(step - epoch * steps_per_epoch, steps_per_epoch):
+            batch = _to_device(_fetch(train_data, _shard(perm, b, cfg.batch_size, rank, n_proc)), dev)
+            lr = optimizer.param_groups[0]["lr"]  # the rate this step uses
+            loss, grad_norm = _train_step(model, optimizer, scheduler, batch, accelerator, params, cfg, step)
+            step += 1
+            bar.update(1)
+            # grad_norm stays a tensor until a row is written: one host sync less per step.
+            window = {"loss": window["loss"] + loss, "grad_norm": window["grad_norm"] + grad_norm,
+                      "n": window["n"] + 1}
+            ep = round(step / steps_per_epoch, 4)  # 1.0 = end of the first epoch
+            if step % cfg.log_every == 0 or step == total_steps:
+                n, mean_loss = window["n"], window["loss"] / window["n"]
+                if n_proc > 1:  # the global batch's loss, not only this process's share of it
+                    mean_loss = accelerator.reduce(torch.tensor(mean_loss, device=dev), "mean").item()
+                log({"step": step, "epoch": ep, "lr": lr, "loss": mean_loss,
+                     "grad_norm": float(window["grad_norm"]) / n, "seconds": time.perf_counter() - t0})
+                bar.set_postfix(loss=f"{mean_loss:.4g}", lr=f"{lr:.3g}")
+                window = {"loss": 0.0, "grad_norm": 0.0, "n": 0}
+            due = step % cfg.eval_every == 0 if cfg.eval_every else step % steps_per_epoch == 0
+            if val_data is not None and (due or step == total_steps):
+                row = {"step": step, "epoch": ep,
+                       "val_loss": _evaluate(inner, val_data, cfg.batch_size, accelerator)}
+                log(row)
+                if callback is not None and main:
+                    callback(row, inner)
+            periodic = cfg.checkpoint_every and step % cfg.checkpoint_every == 0
+            if ckpt is not None and (step == stop or periodic):
+                train_state = {"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+                               "step": step, "epoch": epoch, "steps_per_epoch": steps_per_epoch,
+                               "seconds": time.perf_counter() - t0}
+                mine = {"window": {**window, "grad_norm": float(window["grad_norm"])}}
+                _save_checkpoint(ckpt, accelerator, inner, train_state, mine,
+                                 {**saved_config, "step": step, "total_steps": total_steps})
+            if step >= stop:
+                break
+        epoch += 1
+    bar.close()
+    return FitResult(accelerator.unwrap_model(model, keep_fp32_wrapper=False), history, step, out)
