@@ -1,7 +1,7 @@
 # RoMAE compendium: environment, tests, benchmarks.
 #   make venv        create .venv and install the package with the notebooks+test extras
 #   make test        run the test suite (extra pytest arguments: PYTEST_ARGS="-k rope -x")
-#   make bench       micro-benchmarks (model sizes, Table 9 timings)
+#   make bench       benchmarks: model sizes (Table 8), Table 9 timings -> reports/benchmarks/
 #   make reproduce   run the paper's notebooks (not yet implemented)
 #   make clean       remove caches; make distclean also removes .venv
 # ROMAE_DATA (where the datasets live) is passed through to the tests if you set it; it has no default here.
@@ -32,9 +32,10 @@ $(STAMP): pyproject.toml
 test: venv
 	$(VPY) -m pytest $(PYTEST_ARGS)
 
+# writes the measured JSON next to the printed tables
 bench: venv
-	$(VPY) -m romae.bench sizes
-	$(VPY) -m romae.bench table9 --batch 8 --rounds 3
+	$(VPY) -m romae.bench sizes --out reports/benchmarks/table8_sizes.json
+	$(VPY) -m romae.bench table9 --batch 8 --rounds 3 --out reports/benchmarks/table9_cpu.json
 
 reproduce:
 	@echo "make reproduce is implemented in issue 3 (notebook machinery); nothing to run yet"

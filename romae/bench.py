@@ -25,6 +25,7 @@ import json
 import statistics
 import sys
 import time
+from pathlib import Path
 
 import torch
 
@@ -124,7 +125,13 @@ def device_name(dev: torch.device) -> str:
     if dev.type == "cuda":
         return torch.cuda.get_device_name(dev)
     import platform
-    return f"cpu ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
+    model = platform.processor() or platform.machine()
+    try:  # Linux: the CPU's marketing name
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+        model = next(l.split(":", 1)[1].strip() for l in lines if l.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return f"cpu ({model}, {torch.get_num_threads()} threads)"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -132,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("sizes", help="Table 8: model sizes and block parameter counts")
     s.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    s.add_argument("--out", help="also write the JSON result to this file")
     t = sub.add_parser("table9", help="Table 9: relative speed of positional encodings")
     t.add_argument("--batch", type=int, default=8, help="images per step (default 8)")
     t.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default 3)")
@@ -139,10 +147,17 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--warmup", type=int, default=3, help="untimed steps per variant first (default 3)")
     t.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
     t.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    t.add_argument("--out", help="also write the JSON result to this file")
     args = ap.parse_args(argv)
+
+    def save(result) -> None:
+        if args.out:
+            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
 
     if args.cmd == "sizes":
         rows = size_rows()
+        save(rows)
         if args.json:
             print(json.dumps(rows, indent=2))
             return 0
@@ -160,6 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     if min(args.batch, args.rounds, args.steps) < 1 or args.warmup < 0:
         ap.error("--batch, --rounds and --steps must be >= 1 and --warmup >= 0")
     res = table9(args.batch, args.rounds, args.steps, args.warmup, args.device)
+    save(res)
     if args.json:
         print(json.dumps(res, indent=2))
         return 0
