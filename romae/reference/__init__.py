@@ -13,11 +13,19 @@ from pathlib import Path
 PAPER_VALUES = Path(__file__).with_name("paper_values.csv")
 
 
+def _num(text: str) -> float | None:
+    return float(text) if text.strip() else None
+
+
 @lru_cache
 def paper_values() -> tuple[dict, ...]:
-    """All rows of paper_values.csv: experiment, setting, metric, paper (float), source."""
+    """All rows of paper_values.csv: experiment, setting, metric, paper, paper_std, rule, tolerance, source.
+
+    `rule` and `tolerance` state how `romae.report.status` compares our number with the paper's.
+    """
     with open(PAPER_VALUES, newline="") as f:
-        return tuple({**row, "paper": float(row["paper"])} for row in csv.DictReader(f))
+        return tuple({**row, "paper": float(row["paper"]), "paper_std": _num(row["paper_std"]),
+                      "tolerance": float(row["tolerance"])} for row in csv.DictReader(f))
 
 
 def paper_value(experiment: str, setting: str, metric: str) -> float:

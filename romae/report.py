@@ -1,0 +1,161 @@
+"""Every artefact of the compendium goes through here: figures, tables, result rows, the summary.
+
+    save_figure(fig, "fig2_position_range")            -> reports/figures/fig2_position_range.png
+    save_table(df, "table1_position_reconstruction")   -> reports/tables/<name>.csv + .md
+    record("table1_position_reconstruction", "tiny, with [CLS]", "mse", 0.05, ours_std=0.01,
+           n_seeds=5, profile="quick")                 -> a row of reports/results.csv
+    build_summary()                                    -> reports/summary.csv + reports/SUMMARY.md
+
+Paths are built from the repository root, never from the working directory (papermill, nbval and
+JupyterLab start kernels in different folders). A different reports folder (tests, dry runs) is
+passed explicitly as `reports_dir`; nothing is read from the environment.
+
+The paper's numbers come only from `romae/reference/paper_values.csv`; our numbers only from
+`record` calls made by code that computed them.
+"""
+
+from __future__ import annotations
+
+import math
+import platform
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+from .reference import paper_values
+
+ROOT = Path(__file__).resolve().parents[1]
+REPORTS = ROOT / "reports"
+RESULT_COLUMNS = ["experiment", "setting", "metric", "ours", "ours_std", "n_seeds", "profile", "device",
+                  "note"]
+SUMMARY_COLUMNS = ["experiment", "setting", "metric", "paper", "ours", "ours_std", "n_seeds", "profile",
+                   "device", "status", "note"]
+PROFILE_RANK = {"paper": 0, "quick": 1, "smoke": 2}  # best available first in the summary
+
+
+def reports_path(reports_dir: str | Path | None = None) -> Path:
+    """The reports folder: `reports_dir` if given (non-empty), else <repo>/reports."""
+    return Path(reports_dir) if reports_dir else REPORTS
+
+
+def device_label(device: str | torch.device | None = None) -> str:
+    """A readable name of the device results were computed on, e.g. 'cpu (AMD EPYC, 2 threads)'."""
+    dev = torch.device(device) if device is not None else torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if dev.type == "cuda":
+        return torch.cuda.get_device_name(dev)
+    name = platform.processor() or platform.machine()
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+        name = next(line.split(":", 1)[1].strip() for line in lines if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return f"cpu ({name}, {torch.get_num_threads()} threads)"
+
+
+def save_figure(fig, name: str, reports_dir: str | Path | None = None, dpi: int = 150) -> Path:
+    """Save a matplotlib figure as reports/figures/<name>.png (name = the paper artefact id)."""
+    path = reports_path(reports_dir) / "figures" / f"{name}.png"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=dpi, bbox_inches="tight")
+    return path
+
+
+def save_table(df: pd.DataFrame, name: str, reports_dir: str | Path | None = None) -> tuple[Path, Path]:
+    """Save a table as reports/tables/<name>.csv and a Markdown twin <name>.md."""
+    folder = reports_path(reports_dir) / "tables"
+    folder.mkdir(parents=True, exist_ok=True)
+    csv, md = folder / f"{name}.csv", folder / f"{name}.md"
+    df.to_csv(csv, index=False)
+    md.write_text(_markdown(df))
+    return csv, md
+
+
+def record(experiment: str, setting: str, metric: str, ours: float, *, profile: str,
+           ours_std: float | None = None, n_seeds: int = 1, device: str | None = None, note: str = "",
+           reports_dir: str | Path | None = None) -> dict:
+    """Add (or replace) one result row in reports/results.csv, keyed by (experiment, setting, metric, profile)."""
+    if profile not in PROFILE_RANK:
+        raise ValueError(f"unknown profile {profile!r}; choose one of {', '.join(PROFILE_RANK)}")
+    if not math.isfinite(float(ours)):
+        raise ValueError(f"{experiment} / {setting} / {metric}: result is not finite ({ours})")
+    row = dict(experiment=experiment, setting=setting, metric=metric, ours=float(ours),
+               ours_std=None if ours_std is None else float(ours_std), n_seeds=int(n_seeds),
+               profile=profile, device=device or device_label(), note=note)
+    path = reports_path(reports_dir) / "results.csv"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    old = pd.read_csv(path) if path.exists() else pd.DataFrame(columns=RESULT_COLUMNS)
+    key = ["experiment", "setting", "metric", "profile"]
+    same = (old[key] == pd.Series({k: row[k] for k in key})).all(axis=1) if len(old) else []
+    new = pd.concat([old[~same] if len(old) else old, pd.DataFrame([row])], ignore_index=True)
+    new[RESULT_COLUMNS].to_csv(path, index=False)
+    return row
+
+
+def status(paper: float, ours: float, rule: str, tolerance: float) -> str:
+    """Compare ours with the paper by the row's stated rule.
+
+    rule 'rel': |ours - paper| / |paper| <= tolerance; 'abs': |ours - paper| <= tolerance;
+    'min': ours >= paper - tolerance (higher is better, e.g. a speed ratio).
+    matches = within a tenth of the tolerance; within tolerance; else differs.
+    """
+    if rule == "min":
+        gap = max(paper - ours, 0.0)
+    elif rule == "rel":
+        gap = abs(ours - paper) / abs(paper)
+    elif rule == "abs":
+        gap = abs(ours - paper)
+    else:
+        raise ValueError(f"unknown comparison rule {rule!r}")
+    if gap <= tolerance / 10:
+        return "matches"
+    return "within tolerance" if gap <= tolerance else "differs"
+
+
+def build_summary(reports_dir: str | Path | None = None) -> pd.DataFrame:
+    """Join our results with the paper's values -> reports/summary.csv and reports/SUMMARY.md."""
+    folder = reports_path(reports_dir)
+    results = pd.read_csv(folder / "results.csv") if (folder / "results.csv").exists() else \
+        pd.DataFrame(columns=RESULT_COLUMNS)
+    paper = pd.DataFrame(paper_values())
+    rows = []
+    for _, p in paper.iterrows():
+        mine = results[(results.experiment == p.experiment) & (results.setting == p.setting)
+                       & (results.metric == p.metric)]
+        if mine.empty:
+            rows.append(dict(experiment=p.experiment, setting=p.setting, metric=p.metric, paper=p.paper,
+                             status="not run", note=""))
+        for _, r in mine.iterrows():
+            rows.append(dict(experiment=p.experiment, setting=p.setting, metric=p.metric, paper=p.paper,
+                             ours=r.ours, ours_std=r.ours_std, n_seeds=r.n_seeds, profile=r.profile,
+                             device=r.device, status=status(p.paper, r.ours, p.rule, p.tolerance),
+                             note=r.note))
+    summary = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+    summary["_rank"] = summary.profile.map(PROFILE_RANK).fillna(9)
+    summary = summary.sort_values(["experiment", "setting", "metric", "_rank"], kind="stable")
+    summary = summary.drop(columns="_rank").reset_index(drop=True)
+    folder.mkdir(parents=True, exist_ok=True)
+    summary.to_csv(folder / "summary.csv", index=False)
+    (folder / "SUMMARY.md").write_text(_summary_markdown(summary))
+    return summary
+
+
+def _summary_markdown(summary: pd.DataFrame) -> str:
+    head = ("# Summary: the paper's numbers and ours\n\n"
+            "Generated by `romae.report.build_summary` (run `make reproduce`); do not edit by hand.\n"
+            "`paper` comes from `romae/reference/paper_values.csv`; `ours` from running the code in the\n"
+            "named profile on the named device. **smoke** rows are seconds-long CI runs, not "
+            "reproductions; **quick** rows are reduced CPU runs; **paper** rows use the paper's settings.\n"
+            "Status rules per row are in `paper_values.csv` (`rule`, `tolerance`).\n\n")
+    return head + _markdown(summary.fillna(""))
+
+
+def _markdown(df: pd.DataFrame) -> str:
+    """A plain GitHub Markdown table (no tabulate dependency)."""
+    def cell(v):
+        if isinstance(v, float):
+            return f"{v:.4g}"
+        return str(v).replace("|", "\\|")
+    lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * len(df.columns)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in df.itertuples(index=False)]
+    return "\n".join(lines) + "\n"
