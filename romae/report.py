@@ -147,7 +147,7 @@ def _summary_markdown(summary: pd.DataFrame) -> str:
             "named profile on the named device. **smoke** rows are seconds-long CI runs, not "
             "reproductions; **quick** rows are reduced CPU runs; **paper** rows use the paper's settings.\n"
             "Status rules per row are in `paper_values.csv` (`rule`, `tolerance`).\n\n")
-    return head + _markdown(summary.fillna(""))
+    return head + _markdown(summary.astype(object).where(summary.notna(), ""))
 
 
 def _markdown(df: pd.DataFrame) -> str:

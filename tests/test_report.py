@@ -29,7 +29,7 @@ def test_record_replaces_same_key_and_summary_joins_paper(tmp_path):
     assert rows.profile.tolist() == ["quick", "smoke"]  # best available first
     assert rows.status.tolist() == ["matches", "matches"]
     assert (summary[summary.setting == "small"].status == "not run").all()
-    assert (tmp_path / "SUMMARY.md").read_text().count("\n| ") == len(summary)
+    assert (tmp_path / "SUMMARY.md").read_text().count("\n| ") == len(summary) + 1  # + header
     with pytest.raises(ValueError, match="unknown profile"):
         record("x", "y", "z", 1.0, profile="fast", reports_dir=tmp_path)
     with pytest.raises(ValueError, match="not finite"):
