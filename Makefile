@@ -1,8 +1,8 @@
 # RoMAE compendium: environment, tests, benchmarks.
 #   make venv        create .venv and install the package with the notebooks+test extras
-#   make test        run the test suite (extra pytest arguments: PYTEST_ARGS="-k rope -x")
+#   make test        run the test suite + nbval (smoke) over notebooks/ (extra pytest arguments: PYTEST_ARGS="-k rope -x")
 #   make bench       benchmarks: model sizes (Table 8), Table 9 timings -> reports/benchmarks/
-#   make reproduce   run the paper's notebooks (not yet implemented)
+#   make reproduce   run the notebooks with papermill -> reports/ (PROFILE=smoke|quick|paper, ONLY=00,03)
 #   make clean       remove caches; make distclean also removes .venv
 # ROMAE_DATA (where the datasets live) is passed through to the tests if you set it; it has no default here.
 
@@ -11,6 +11,11 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
+PROFILE ?= quick
+ONLY ?= all
+# nbval runs every cell of every notebook in its default profile (smoke), serially (2 cores); no
+# notebooks yet -> only tests/ (so pytest never ends with "no tests ran")
+NBVAL := $(if $(wildcard notebooks/*.ipynb),--nbval-lax --nbval-current-env notebooks)
 
 ifdef ROMAE_DATA
 export ROMAE_DATA
@@ -30,15 +35,16 @@ $(STAMP): pyproject.toml
 	@touch $@
 
 test: venv
-	$(VPY) -m pytest $(PYTEST_ARGS)
+	$(VPY) -m pytest tests $(NBVAL) $(PYTEST_ARGS)
 
 # writes the measured JSON next to the printed tables
 bench: venv
 	$(VPY) -m romae.bench sizes --out reports/benchmarks/table8_sizes.json
 	$(VPY) -m romae.bench table9 --batch 8 --rounds 3 --out reports/benchmarks/table9_cpu.json
 
-reproduce:
-	@echo "make reproduce is implemented in issue 3 (notebook machinery); nothing to run yet"
+# executed copies, summary.csv/SUMMARY.md, runs.csv and index.html go to reports/
+reproduce: venv
+	$(VPY) -m romae.reproduce --profile $(PROFILE) $(if $(ONLY),--only $(ONLY))
 
 clean:
 	find . -path ./$(VENV) -prune -o -type d \( -name __pycache__ -o -name .pytest_cache -o -name .ipynb_checkpoints \) -exec rm -rf {} +

@@ -7,8 +7,8 @@
     build_summary()                                    -> reports/summary.csv + reports/SUMMARY.md
 
 Paths are built from the repository root, never from the working directory (papermill, nbval and
-JupyterLab start kernels in different folders). A different reports folder (tests, dry runs) is
-passed explicitly as `reports_dir`; nothing is read from the environment.
+JupyterLab start kernels in different folders). A different reports folder is passed explicitly as
+`reports_dir`, or named once by the ROMAE_REPORTS setting (as ROMAE_DATA names the data folder).
 
 The paper's numbers come only from `romae/reference/paper_values.csv`; our numbers only from
 `record` calls made by code that computed them.
@@ -17,6 +17,7 @@ The paper's numbers come only from `romae/reference/paper_values.csv`; our numbe
 from __future__ import annotations
 
 import math
+import os
 import platform
 from pathlib import Path
 
@@ -35,8 +36,12 @@ PROFILE_RANK = {"paper": 0, "quick": 1, "smoke": 2}  # best available first in t
 
 
 def reports_path(reports_dir: str | Path | None = None) -> Path:
-    """The reports folder: `reports_dir` if given (non-empty), else <repo>/reports."""
-    return Path(reports_dir) if reports_dir else REPORTS
+    """The reports folder: `reports_dir` if given (non-empty), else the ROMAE_REPORTS setting if set,
+    else <repo>/reports. (The test suite points ROMAE_REPORTS at a scratch folder, so nbval's smoke
+    runs never overwrite the committed reports.)"""
+    if reports_dir:
+        return Path(reports_dir)
+    return Path(os.environ["ROMAE_REPORTS"]) if os.environ.get("ROMAE_REPORTS") else REPORTS
 
 
 def device_label(device: str | torch.device | None = None) -> str:

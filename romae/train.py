@@ -32,7 +32,7 @@ from accelerate.utils import gather_object
 from safetensors.torch import load_file, save_file
 from torch.optim.lr_scheduler import LambdaLR
 from torch.utils.data import default_collate
-from tqdm.auto import tqdm
+from tqdm import tqdm  # plain text bars: no ipywidgets needed in notebooks
 
 from romae.config import TrainConfig
 

@@ -1,0 +1,65 @@
+"""reports/index.html and the notebook pages, opened in headless Chromium with the network off.
+
+Uses the run of test_reproduce.py (two throwaway notebooks). Checks that the index shows the summary
+table, that a notebook page shows its figure as an <img>, and that MathJax (vendored under
+reports/html/mathjax/, no CDN) typeset the equation of the first cell. Skips when chromium is missing
+(.ci/run installs Debian's chromium).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from romae import reproduce
+from test_reproduce import reproduced_run
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
+def dump_dom(page: Path, profile_dir: Path) -> str:
+    """The DOM of `page` after its scripts ran (virtual time: MathJax finishes, no real waiting)."""
+    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={profile_dir}",
+           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+           "--virtual-time-budget=5000", "--dump-dom", page.resolve().as_uri()]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout
+
+
+@pytest.fixture(scope="module")
+def run():
+    return reproduced_run()
+
+
+def test_pages_are_written_and_mathjax_is_local(run):
+    index = run.reports / "index.html"
+    page = run.reports / "html" / "02_ok.html"
+    assert index.exists() and page.exists() and (run.reports / "html" / "01_fail.html").exists()
+    text = page.read_text()
+    assert f'src="{reproduce.MATHJAX_URL}"' in text
+    assert not re.search(r'<script[^>]+src="https?://[^"]*mathjax', text, re.I)
+    mathjax = run.reports / "html" / "mathjax"
+    assert (mathjax / "MathJax.js").exists() and (mathjax / "config" / "local" / "romae.js").exists()
+    size = sum(f.stat().st_size for f in mathjax.rglob("*") if f.is_file())
+    assert size < 5e6, f"vendored MathJax is {size / 1e6:.1f} MB"
+    html = index.read_text()
+    assert 'href="html/02_ok.html"' in html and "(last run failed)" in html
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (.ci/run installs it: apt-get install chromium)")
+def test_rendered_in_chromium(run, tmp_path):
+    index = dump_dom(run.reports / "index.html", tmp_path / "chromium")
+    assert '<table class="summary">' in index and run.row["experiment"] in index
+    assert '<tr class="matches">' in index  # the recorded row, compared with the paper's value
+
+    page = dump_dom(run.reports / "html" / "02_ok.html", tmp_path / "chromium")
+    assert re.search(r'<img [^>]*src="data:image/png;base64,', page), "the figure is not on the page"
+    # MathJax replaced $x^2 + \theta_k$ by its own output (and kept the TeX in a math/tex script)
+    assert re.search(r'<script type="math/tex[^"]*"[^>]*>x\^2 \+ \\theta_k</script>', page), "MathJax did not run"
+    assert 'class="MathJax"' in page and "STIXMathJax" in page
+    assert "$x^2" not in page

@@ -1,0 +1,140 @@
+"""The notebook runner (`python -m romae.reproduce`) on two throwaway notebooks in a temporary folder:
+01_fail raises, 02_ok records a paper row, draws a figure and has an equation in its first cell.
+
+One real run (two kernels, about 15-25 s on 2 cores) is shared by this file and test_index_html.py.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+from types import SimpleNamespace
+
+import nbformat
+import pandas as pd
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+from romae import reproduce
+from romae.reference import paper_values
+
+ROOT = Path(__file__).resolve().parents[1]
+PARAMETERS = 'profile: str = "smoke"  # smoke | quick | paper\nreports_dir: str = ""  # empty: <repo>/reports'
+
+
+def _notebook(cells) -> nbformat.NotebookNode:
+    nb = new_notebook(cells=cells)
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    return nb
+
+
+def write_notebooks(folder: Path) -> dict:
+    """01_fail.ipynb and 02_ok.ipynb in `folder`; returns the paper row that 02_ok records."""
+    folder.mkdir(parents=True, exist_ok=True)
+    row = paper_values()[0]  # a real (experiment, setting, metric), so the summary joins it
+    params = new_code_cell(PARAMETERS, metadata={"tags": ["parameters"]})
+    ok = _notebook([
+        new_markdown_cell("# Runner test\n\nRegenerates: `test_artefact`\n\nAn equation: $x^2 + \\theta_k$."),
+        params,
+        new_code_cell("from romae import report\n"
+                      f"report.record({row['experiment']!r}, {row['setting']!r}, {row['metric']!r}, "
+                      f"{row['paper']!r}, profile=profile, reports_dir=reports_dir, note='runner test');"),
+        new_code_cell("import matplotlib.pyplot as plt\nfig, ax = plt.subplots(figsize=(2, 2))\n"
+                      "ax.plot([0, 1], [0, 1])\nplt.show()"),
+    ])
+    fail = _notebook([new_markdown_cell("# Fails on purpose"), params,
+                      new_code_cell('raise RuntimeError("deliberate failure for the runner test")')])
+    nbformat.write(fail, folder / "01_fail.ipynb")
+    nbformat.write(ok, folder / "02_ok.ipynb")
+    return row
+
+
+@lru_cache(maxsize=None)
+def reproduced_run() -> SimpleNamespace:
+    """Run `python -m romae.reproduce --profile smoke` once over both notebooks (session-wide)."""
+    tmp = Path(tempfile.mkdtemp(prefix="romae-reproduce-"))
+    atexit.register(shutil.rmtree, tmp, ignore_errors=True)
+    row = write_notebooks(tmp / "notebooks")
+    reports = tmp / "reports"
+    proc = subprocess.run([sys.executable, "-m", "romae.reproduce", "--profile", "smoke", "--only", "01,02",
+                           "--notebooks", str(tmp / "notebooks"), "--reports", str(reports), "--timeout", "120"],
+                          cwd=tmp, capture_output=True, text=True, timeout=300)
+    return SimpleNamespace(tmp=tmp, notebooks=tmp / "notebooks", reports=reports, proc=proc, row=row)
+
+
+@pytest.fixture(scope="module")
+def run():
+    return reproduced_run()
+
+
+def test_failing_notebook_fails_the_run_but_not_the_others(run):
+    out = run.proc.stdout + run.proc.stderr
+    assert run.proc.returncode != 0, out
+    assert "[1/2] 01_fail.ipynb" in out and "[2/2] 02_ok.ipynb" in out  # a progress line per notebook
+    runs = pd.read_csv(run.reports / "runs.csv", keep_default_na=False)
+    assert list(runs.columns) == reproduce.RUN_COLUMNS
+    assert runs.notebook.tolist() == ["01_fail", "02_ok"], out
+    fail, ok = runs.iloc[0], runs.iloc[1]
+    assert fail.status == "failed" and "deliberate failure for the runner test" in fail.error
+    assert ok.status == "ok" and ok.error == "", out
+    assert (runs.profile == "smoke").all() and (runs.seconds > 0).all()
+    assert runs.commit.iloc[0] and runs.device.iloc[0].startswith(("cpu", "NVIDIA", "cuda"))
+    assert "**FAILED**" in (run.reports / "SUMMARY.md").read_text().split("## Runs", 1)[1]
+
+
+def test_executed_copy_keeps_outputs_without_timestamps(run):
+    executed = run.reports / "executed" / "02_ok.ipynb"
+    assert executed.exists() and (run.reports / "executed" / "01_fail.ipynb").exists()
+    nb = json.loads(executed.read_text())
+    assert not {"start_time", "end_time", "duration"} & set(nb["metadata"]["papermill"])
+    for cell in nb["cells"]:
+        assert "papermill" not in cell["metadata"] and "execution" not in cell["metadata"]
+    outputs = [o for c in nb["cells"] if c["cell_type"] == "code" for o in c["outputs"]]
+    assert any("image/png" in o.get("data", {}) for o in outputs)  # the figure
+    tags = [c["metadata"].get("tags", []) for c in nb["cells"]]
+    assert ["injected-parameters"] in tags
+    injected = "".join(nb["cells"][tags.index(["injected-parameters"])]["source"])
+    assert str(run.reports) in injected and '"smoke"' in injected
+    # the source notebook is untouched (never executed in place)
+    src = json.loads((run.notebooks / "02_ok.ipynb").read_text())
+    assert all(c.get("outputs", []) == [] for c in src["cells"]) and "papermill" not in src["metadata"]
+
+
+def test_summary_contains_the_recorded_row(run):
+    summary = pd.read_csv(run.reports / "summary.csv")
+    r = run.row
+    mine = summary[(summary.experiment == r["experiment"]) & (summary.setting == r["setting"])
+                   & (summary.metric == r["metric"]) & (summary.profile == "smoke")]
+    assert len(mine) == 1 and mine.ours.iloc[0] == pytest.approx(r["paper"])
+    assert mine.status.iloc[0] == "matches" and mine.note.iloc[0] == "runner test"
+    text = (run.reports / "SUMMARY.md").read_text()
+    assert "runner test" in text and "## Runs" in text
+
+
+def test_select_notebooks_and_bad_arguments(tmp_path, capsys):
+    write_notebooks(tmp_path)
+    assert [p.name for p in reproduce.select_notebooks(tmp_path)] == ["01_fail.ipynb", "02_ok.ipynb"]
+    assert [p.name for p in reproduce.select_notebooks(tmp_path, "all")] == ["01_fail.ipynb", "02_ok.ipynb"]
+    assert [p.name for p in reproduce.select_notebooks(tmp_path, "02")] == ["02_ok.ipynb"]
+    with pytest.raises(ValueError, match="no notebook numbered 07"):
+        reproduce.select_notebooks(tmp_path, "02,07")
+    for argv in (["--profile", "fast"], ["--profile", "smoke", "--only", "07"]):
+        with pytest.raises(SystemExit) as e:
+            reproduce.main([*argv, "--notebooks", str(tmp_path), "--reports", str(tmp_path / "r")])
+        assert e.value.code == 2
+    assert "unknown profile 'fast'" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()  # nothing ran
+
+
+def test_latest_runs_keeps_the_last_row_per_notebook_and_profile(tmp_path):
+    for nb, profile, status in [("00_a", "smoke", "failed"), ("00_a", "smoke", "ok"), ("00_a", "quick", "ok")]:
+        reproduce.append_run(dict(notebook=nb, profile=profile, device="cpu", seconds=1.0, commit="abc",
+                                  status=status, error=""), tmp_path)
+    latest = reproduce.latest_runs(tmp_path)
+    assert latest[["profile", "status"]].values.tolist() == [["quick", "ok"], ["smoke", "ok"]]
