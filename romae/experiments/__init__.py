@@ -1,0 +1,1 @@
+"""One module per paper experiment: build data and model, train, evaluate, record results."""
