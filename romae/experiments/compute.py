@@ -1,0 +1,311 @@
+"""Compute cost: model sizes (Table 8), relative speed of positional encodings (Table 9) and the cost
+of attention against sequence length (the limitation named in Sec. 6).
+
+    res = run("smoke", reports_dir=...)   # -> dict of DataFrames: table8, table9, sweep, slopes
+
+Table 8 and Table 9 come from `romae.bench` (`size_rows`, `table9`); this module only runs them with a
+profile, caches the timings and records the rows. The sequence-length sweep is new here: it times one
+training step (forward + backward + AdamW) of a RoMAE encoder with continuous 1-D RoPE for growing
+token counts N, with PyTorch's default attention kernel (fused, O(N) memory) and with the explicit
+"math" kernel (the N x N attention matrix of standard attention, what the paper's O(N^2) refers to).
+
+Memory, two measures:
+* `activation_MB` (every device): bytes of the tensors autograd saves for the backward pass during
+  the forward (a `saved_tensors_hooks` pack hook, deduplicated by storage, parameters excluded). It is
+  exact, noise-free and the part of training memory that grows with N: with the math kernel it holds
+  the N x N attention probabilities of every layer. PyTorch keeps no peak-allocation statistics for
+  CPU tensors, tracemalloc does not see torch's allocator, and ru_maxrss never goes down within a
+  process, so on CPU this is the measure we can trust.
+* `peak_MB` (CUDA only): torch.cuda.max_memory_allocated during one step, above what was allocated
+  before it (parameters and optimizer state).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from contextlib import nullcontext
+import time
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pandas as pd
+import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+from ..bench import TABLE9_VARIANTS, size_rows, table9
+from ..cache import cached
+from ..config import EncoderConfig, RoMAEConfig, check_profile, size
+from ..model import RoMAEForPrediction
+from ..reference import paper_value
+from ..report import device_label, record, save_table
+
+PAPER_SIZES = ("tiny-shallow", "tiny", "small", "base")  # Table 8's columns
+PAPER_DEVICE = "NVIDIA GTX 1650 Ti, the authors' code (App. B.2)"
+BACKENDS = {"default": None, "math": SDPBackend.MATH}  # None: PyTorch picks (fused where it can)
+
+
+@dataclass
+class ComputeConfig:
+    """One profile of the compute experiment."""
+
+    # Table 9 workload (App. B.2 via romae.bench.table9): RoMAE-small + tiny-shallow decoder, 196 tokens
+    batch: int = 8  # images per step (bench default; the authors' harness used 64 on a GPU)
+    rounds: int = 3  # interleaved rounds (variants alternate step by step)
+    steps: int = 20  # timed steps per variant per round
+    warmup: int = 3  # untimed steps per variant first
+    device: str = "cpu"  # cpu | cuda | auto (cuda when available)
+    # sequence-length sweep (Sec. 6): one training step of an encoder with 1-D continuous RoPE
+    sweep_size: str = "tiny"  # Table 8 size of the encoder
+    sweep_lengths: tuple[int, ...] = (64, 128, 256, 512, 1024, 2048, 4096)  # token counts N
+    math_max_len: int = 2048  # the explicit N x N kernel only up to here (its memory grows as N^2)
+    sweep_batch: int = 1  # sequences per step
+    sweep_steps: int = 3  # timed steps per N (median reported)
+    sweep_warmup: int = 1  # untimed steps per N first (also where activations are counted)
+
+
+PROFILES = {
+    # seconds on CPU: one round of two steps at batch 1; a 2-block encoder on short sequences.
+    # Checks that everything runs; its numbers mean nothing
+    "smoke": ComputeConfig(batch=1, rounds=1, steps=2, warmup=0, sweep_size="tiny-shallow",
+                           sweep_lengths=(32, 64, 128, 256), math_max_len=256, sweep_steps=2),
+    # bench defaults (about 2.5 min for Table 9 on a 2-thread CPU) + the sweep (a few minutes)
+    "quick": ComputeConfig(),
+    # as quick, on CUDA when there is one
+    "paper": ComputeConfig(device="auto"),
+}
+
+
+def profile_config(profile: str) -> ComputeConfig:
+    """The ComputeConfig of a profile, with device 'auto' resolved to cuda or cpu."""
+    cfg = PROFILES[check_profile(profile)]
+    if cfg.device == "auto":
+        cfg = replace(cfg, device="cuda" if torch.cuda.is_available() else "cpu")
+    if cfg.device == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("device 'cuda' asked for, but torch sees no CUDA device")
+    return cfg
+
+
+# ---------------------------------------------------------------- Table 8
+
+
+def table8() -> pd.DataFrame:
+    """Table 8: shape and block parameters of each paper size, beside the paper's count."""
+    rows = [r for r in size_rows() if r["size"] in PAPER_SIZES]
+    df = pd.DataFrame(rows)[["size", "d_model", "n_heads", "depth", "d_ff", "block_params",
+                             "block_params_M", "paper_M", "rel_diff"]]
+    return df.rename(columns={"block_params_M": "ours_M", "rel_diff": "rel_diff_to_paper"})
+
+
+# ---------------------------------------------------------------- Table 9
+
+
+def table9_frame(result: dict) -> pd.DataFrame:
+    """Table 9 from romae.bench.table9's result: steps/s, paired relative speed, the paper's value."""
+    rows = [dict(positional_encoding=name, steps_per_s=result[name]["steps_per_s"],
+                 relative_speed=result[name]["relative_speed"],
+                 relative_speed_of_medians=result[name]["relative_speed_of_medians"],
+                 paper_relative_speed=paper_value("table9_compute", name, "relative_speed"))
+            for name in TABLE9_VARIANTS]
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------- sequence length (Sec. 6)
+
+
+def _sync(dev: torch.device) -> None:
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
+
+
+def saved_activation_bytes(step, exclude: set[int]) -> int:
+    """Run step() and return the bytes autograd saved for backward, one count per storage.
+
+    exclude: data pointers of storages not to count (the parameters)."""
+    seen: dict[int, int] = {}
+
+    def pack(t):
+        s = t.untyped_storage()
+        if s.data_ptr() not in exclude:
+            seen[s.data_ptr()] = s.nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        step()
+    return sum(seen.values())
+
+
+def length_sweep(lengths, encoder: str | EncoderConfig = "tiny", batch: int = 1, steps: int = 3,
+                 warmup: int = 1, device: str = "cpu", backend: str = "default", token_dim: int = 16,
+                 seed: int = 0) -> list[dict]:
+    """Time one training step (forward + backward + AdamW) of a RoMAE encoder for each token count N.
+
+    Continuous 1-D RoPE at fresh random real positions each step, no [CLS], mean head, MSE loss.
+    backend: 'default' (PyTorch's choice: a fused kernel, O(N) memory) or 'math' (explicit N x N
+    attention). Returns one dict per N: n_tokens, seconds_per_step (median), activation_MB,
+    peak_MB (CUDA only, else None), attention_matrix_MB (B * H * N^2 * 4 bytes * depth: what standard
+    attention stores for backward, for reference).
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    dev = torch.device(device)
+    enc = size(encoder) if isinstance(encoder, str) else encoder
+    torch.manual_seed(seed)
+    cfg = RoMAEConfig(token_dim=token_dim, n_axes=1, encoder=enc, pos_encoding="rope", use_cls=False,
+                      head="mean", task="regression", n_outputs=1)
+    model = RoMAEForPrediction(cfg).to(dev).train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    labels = torch.randn(batch, 1, device=dev)
+    rows = []
+    for n in lengths:
+        values = torch.randn(batch, n, token_dim, device=dev)
+        grid = torch.arange(n, dtype=torch.float32, device=dev).expand(batch, 1, n)
+
+        def step():
+            positions = grid + torch.rand_like(grid) - 0.5  # real-valued: nothing cached between steps
+            opt.zero_grad(set_to_none=True)
+            _, loss = model(values, positions, labels)
+            loss.backward()
+            opt.step()
+
+        kernel = BACKENDS[backend]
+        with sdpa_kernel(kernel) if kernel is not None else nullcontext():
+            activation = saved_activation_bytes(step, params)  # first warm-up step, counted
+            for _ in range(max(warmup - 1, 0)):
+                step()
+            peak = None
+            if dev.type == "cuda":
+                _sync(dev)
+                torch.cuda.reset_peak_memory_stats(dev)
+                before = torch.cuda.memory_allocated(dev)
+                step()
+                _sync(dev)
+                peak = (torch.cuda.max_memory_allocated(dev) - before) / 2**20
+            times = []
+            for _ in range(steps):
+                _sync(dev)
+                t0 = time.perf_counter()
+                step()
+                _sync(dev)
+                times.append(time.perf_counter() - t0)
+        rows.append(dict(n_tokens=n, backend=backend, seconds_per_step=statistics.median(times),
+                         seconds_min=min(times),
+                         activation_MB=activation / 2**20, peak_MB=peak,
+                         attention_matrix_MB=batch * enc.n_heads * n * n * 4 * enc.depth / 2**20))
+    return rows
+
+
+def loglog_slope(n, y, last: int = 3) -> float:
+    """Slope of log y against log n over the `last` largest n (the growth exponent where N dominates)."""
+    n, y = np.asarray(n, float), np.asarray(y, float)
+    order = np.argsort(n)[-last:]
+    if len(order) < 2:
+        return math.nan
+    return float(np.polyfit(np.log(n[order]), np.log(y[order]), 1)[0])
+
+
+def sweep_slopes(sweep: pd.DataFrame, last: int = 3) -> pd.DataFrame:
+    """Growth exponents of time and activation memory per backend (slope 1 = linear, 2 = quadratic)."""
+    rows = []
+    for backend, g in sweep.groupby("backend", sort=False):
+        rows.append(dict(backend=backend, n_range=f"{g.n_tokens.nlargest(last).min()}-{g.n_tokens.max()}",
+                         time_slope=loglog_slope(g.n_tokens, g.seconds_per_step, last),
+                         activation_slope=loglog_slope(g.n_tokens, g.activation_MB, last)))
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------- figures
+
+
+def plot_table9(t9: pd.DataFrame, device: str):
+    """Bars: our relative speed beside the paper's, per positional encoding."""
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(5.5, 3.4))
+    x = np.arange(len(t9))
+    ax.bar(x - 0.2, t9.paper_relative_speed, 0.4, label=f"paper ({PAPER_DEVICE.split(',')[0]})",
+           color="0.7")
+    ax.bar(x + 0.2, t9.relative_speed, 0.4, label=f"ours ({device})", color="C0")
+    for xi, v in zip(x, t9.relative_speed):
+        ax.text(xi + 0.2, v + 0.01, f"{v:.2f}", ha="center", fontsize=8)
+    for xi, v in zip(x, t9.paper_relative_speed):
+        ax.text(xi - 0.2, v + 0.01, f"{v:.2f}", ha="center", fontsize=8)
+    ax.set_xticks(x, t9.positional_encoding)
+    ax.set_ylim(0, 1.15)
+    ax.set_ylabel("relative speed (absolute = 1)")
+    ax.set_title("Table 9: training steps/s relative to absolute sin/cos")
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def plot_sequence_cost(sweep: pd.DataFrame):
+    """Log-log step time and activation memory against N per backend, with slope-1 and slope-2 guides."""
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    for ax, col, label in ((axes[0], "seconds_per_step", "seconds per training step"),
+                           (axes[1], "activation_MB", "activation memory saved for backward (MiB)")):
+        for i, (backend, g) in enumerate(sweep.groupby("backend", sort=False)):
+            ax.loglog(g.n_tokens, g[col], "o-", color=f"C{i}", label=f"{backend} attention")
+        if col == "activation_MB":
+            g = sweep[sweep.backend == sweep.backend.iloc[0]]
+            ax.loglog(g.n_tokens, g.attention_matrix_MB, ":", color="0.4",
+                      label="N x N attention matrices (B H N² 4 B x depth)")
+        n = np.array([sweep.n_tokens.min(), sweep.n_tokens.max()], float)
+        y0 = sweep[col].min()
+        for slope, style in ((1, "--"), (2, "-.")):
+            ax.loglog(n, y0 * (n / n[0]) ** slope, style, color="k", lw=0.8, alpha=0.6,
+                      label=f"slope {slope}")
+        ax.set_xlabel("tokens N")
+        ax.set_ylabel(label)
+        ax.grid(True, which="both", alpha=0.2)
+        ax.legend(fontsize=7)
+    fig.suptitle("Sec. 6: cost of one training step against sequence length (RoMAE encoder, 1-D RoPE)")
+    fig.tight_layout()
+    return fig
+
+
+# ---------------------------------------------------------------- run
+
+
+def run(profile: str = "smoke", reports_dir=None, cache_dir=None, refresh: bool = False,
+        progress: bool = False) -> dict:
+    """Table 8, Table 9 and the length sweep for a profile; records rows and saves the tables.
+
+    Timings are cached by (profile config, device name, torch version): re-running a notebook to
+    restyle a figure does not re-time; pass refresh=True to time again.
+    """
+    cfg = profile_config(profile)
+    device = device_label(cfg.device)
+    key = dict(config=cfg, device=device, torch=torch.__version__)
+
+    t8 = table8()
+    for r in t8.itertuples():
+        record("table8_model_sizes", r.size, "block_params_M", r.ours_M, profile=profile,
+               device="exact count",
+               note=f"{r.block_params} parameters in {r.depth} blocks", reports_dir=reports_dir)
+    save_table(t8, "table8_model_sizes", reports_dir)
+
+    res9 = cached("table9_compute", key, lambda: table9(cfg.batch, cfg.rounds, cfg.steps, cfg.warmup,
+                                                         cfg.device, progress=progress),
+                  cache_dir=cache_dir, refresh=refresh)
+    t9 = table9_frame(res9)
+    for r in t9.itertuples():
+        record("table9_compute", r.positional_encoding, "relative_speed", r.relative_speed, profile=profile,
+               device=device, n_seeds=1, reports_dir=reports_dir,
+               note=f"paired median of {cfg.rounds}x{cfg.steps} steps, batch {cfg.batch}, "
+                    f"{r.steps_per_s:.3g} steps/s; paper: {PAPER_DEVICE}")
+    save_table(t9, "table9_compute", reports_dir)
+
+    def sweep_all():
+        rows = []
+        for backend in BACKENDS:
+            lengths = [n for n in cfg.sweep_lengths if backend != "math" or n <= cfg.math_max_len]
+            rows += length_sweep(lengths, cfg.sweep_size, cfg.sweep_batch, cfg.sweep_steps,
+                                 cfg.sweep_warmup, cfg.device, backend)
+        return rows
+
+    sweep = pd.DataFrame(cached("sequence_length_cost", key, sweep_all, cache_dir=cache_dir, refresh=refresh))
+    save_table(sweep, "table_sequence_length_cost", reports_dir)
+    return dict(config=cfg, device=device, table8=t8, table9=t9, table9_raw=res9, sweep=sweep,
+                slopes=sweep_slopes(sweep))
