@@ -105,7 +105,7 @@ def test_paper_profile_matches_tables_16_17():
 def test_quick_profile_runs_tiny_at_full_scale():
     tiny = next(r for r in position.config("quick").table1.sizes if r.size == "tiny")
     paper_tiny = next(r for r in position.config("paper").table1.sizes if r.size == "tiny")
-    assert tiny == paper_tiny.__class__(**{**paper_tiny.__dict__, "seeds": (42, 43, 44)})
+    assert tiny == paper_tiny.__class__(**{**paper_tiny.__dict__, "seeds": (42,)})
 
 
 def test_unknown_profile_raises():
