@@ -33,6 +33,7 @@ from .config import SIZES, RoMAEConfig, size
 from .model import Encoder, RoMAEForPreTraining
 from .patching import grid_positions
 from .reference import paper_value
+from .report import device_label
 
 TABLE9_VARIANTS = {"absolute": "absolute", "quantized": "rope_quantized", "continuous": "rope"}
 
@@ -115,23 +116,9 @@ def table9(batch: int = 8, rounds: int = 3, steps: int = 20, warmup: int = 3, de
                      "paper_relative_speed": paper_value("table9_compute", name, "relative_speed"),
                      "step_seconds": t}
     out["settings"] = dict(batch=batch, rounds=rounds, steps_per_round=steps, warmup=warmup,
-                           device=device_name(dev), torch=torch.__version__,
+                           device=device_label(dev), torch=torch.__version__,
                            threads=torch.get_num_threads(), tokens=n_tokens, mask_ratio=0.75)
     return out
-
-
-def device_name(dev: torch.device) -> str:
-    """A readable name of the device the benchmark ran on."""
-    if dev.type == "cuda":
-        return torch.cuda.get_device_name(dev)
-    import platform
-    model = platform.processor() or platform.machine()
-    try:  # Linux: the CPU's marketing name
-        lines = Path("/proc/cpuinfo").read_text().splitlines()
-        model = next(l.split(":", 1)[1].strip() for l in lines if l.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return f"cpu ({model}, {torch.get_num_threads()} threads)"
 
 
 def main(argv: list[str] | None = None) -> int:
