@@ -8,6 +8,7 @@ import dataclasses
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 from romae.data.sines import SineConfig, one_mode_freqs, sine_series, snr, two_mode_freqs
 from romae.experiments import frequency as F
@@ -106,3 +107,24 @@ def test_smoke_experiment_writes_reports(tmp_path, monkeypatch):
     again = F.run("smoke", reports_dir=reports, cache_dir=cache)
     pd.testing.assert_frame_equal(res["one"], again["one"])
     assert len(list(cache.glob("frequency_model-*.pt"))) == 1
+
+
+def test_position_scale_and_control(tmp_path, monkeypatch):
+    series = sine_series(2, 0)
+    assert torch.allclose(F.to_tensors(series, 99.0)["positions"][0, 0, -1], torch.tensor(99.0))
+    with pytest.raises(ValueError, match="position_scale"):
+        F.to_tensors(series, 0.0)
+    tiny = dataclasses.replace(F.config("smoke"), n_train=16, test_freqs=(1, 24), n_test_one=2, n_test_two=1,
+                               position_scale=99.0, control=True)
+    monkeypatch.setitem(F.PROFILES, "smoke", tiny)
+    reports, cache = tmp_path / "reports", tmp_path / "cache"
+    res = F.run("smoke", reports_dir=reports, cache_dir=cache)
+    assert res["control"] is not None and res["control"]["config"].position_scale == 1.0
+    assert len(list(cache.glob("frequency_model-*.pt"))) == 2  # scaled and raw-t models are kept apart
+    table = pd.read_csv(reports / "tables" / "table_b4_frequency_errors.csv")
+    assert set(table.positions) == {"t x 99", "t (raw, control)"}
+    results = pd.read_csv(reports / "results.csv")
+    assert {"1 mode", "1 mode, raw t (control)"} <= set(results.setting)
+    # the scaled model really sees other positions: its predictions differ from the control's
+    assert not np.allclose(res["one"].time_mse_noisy, res["control"]["one"].time_mse_noisy)
+    F.plot_control(res)

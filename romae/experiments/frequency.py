@@ -1,8 +1,8 @@
 """Frequency retention (App. B.4, Figures 3-5): how well does RoMAE interpolate sines of growing frequency?
 
 RoMAE-tiny is trained MAE-style on noisy sums of one or two sines (`romae.data.sines`): one token per
-point (token_dim 1), 1-D positions = the raw times t in [0, 1] (no rescaling, as the authors), [CLS]
-on, and a task-given mask: the 50 observed points are visible, the 50 others are hidden and predicted;
+point (token_dim 1), 1-D positions = the times t in [0, 1] times `position_scale` (1 = the authors'
+raw t; see below), [CLS] on, and a task-given mask: the 50 observed points are visible, the 50 others are hidden and predicted;
 the loss is the MSE on the hidden points against the noisy values. Evaluation, per test frequency
 (single mode, Figure 3) and per pair of test frequencies (two modes, Figure 4):
 
@@ -11,6 +11,13 @@ the loss is the MSE on the hidden points against the noisy values. Evaluation, p
 * FFT error: the full series is reconstructed (observed noisy points + predictions, `model.reconstruct`)
   and its one-sided FFT magnitude compared with the clean signal's: the MSE over all bins ("MSE on the
   full FFT") and the squared error at the bin(s) of the series' frequencies ("MSE at the frequency bin").
+
+Positions. With raw t in [0, 1] the fastest RoPE pair turns less than 1 radian across a whole series,
+so neighbouring points are nearly indistinguishable to attention (`authors-code.md` 3.4). On this CPU a
+1,000-step probe with raw t stayed at the loss of predicting zero (about the signal variance), while
+t x 100 learned; the quick profile therefore scales t by T - 1 = 99 (positions = sample index, spacing 1)
+and also evaluates the raw-t model as a control, both labelled in the results. The paper profile keeps
+raw t, as the authors ran it.
 
 Figure 5 is one 1 + 5 Hz realisation with its spectrum. Trained models and evaluations are cached
 (`romae.cache.cached`), keyed by the resolved config.
@@ -65,6 +72,8 @@ class FrequencyConfig:
     n_test_two: int = 200  # series per pair of test frequencies, two modes (App. B.4: 200 per case)
     example_freqs: tuple[int, int] = (1, 5)  # Figure 5's realisation
     eval_batch: int = 256  # inference batch (no effect on the numbers)
+    position_scale: float = 1.0  # positions = t * position_scale (1 = authors' raw t; quick: 99 = sample index)
+    control: bool = False  # also train and evaluate the raw-t model (position_scale 1) as a control
     progress: bool = True  # tqdm bar while training
     sines: SineConfig = field(default_factory=SineConfig)  # the data generator (App. B.4)
 
@@ -86,7 +95,9 @@ PROFILES = {
     # reduced CPU run: 3,000 series x 8 epochs = 3,000 steps of batch 8 (1.2 % of the paper's steps),
     # ~16 min at the 3.2 steps/s measured on this 2-core CPU (single-threaded torch; ~30 min at 1.8 steps/s
     # on a shared CPU); 50 series per test frequency and 20 per pair of test frequencies
-    "quick": FrequencyConfig(n_train=3_000, epochs=8, n_test_one=50, n_test_two=20),
+    # positions scaled to sample index (deviation, see the module docstring), with the raw-t control
+    "quick": FrequencyConfig(n_train=3_000, epochs=8, n_test_one=50, n_test_two=20, position_scale=99.0,
+                             control=True),
     # seconds, for CI / nbval: 2-block encoder, 32 series x 1 epoch (4 steps), 4 test frequencies
     "smoke": FrequencyConfig(encoder="tiny-shallow", n_train=32, epochs=1, warmup_steps=2,
                              test_freqs=(1, 5, 12, 24), n_test_one=4, n_test_two=2, progress=False),
@@ -100,10 +111,13 @@ def config(profile: str) -> FrequencyConfig:
 
 # ----------------------------------------------------------------------------- data and model
 
-def to_tensors(series: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
-    """Generator output -> model inputs: values [n, T, 1], positions [n, 1, T] (raw t), mask [n, T] (True = hidden)."""
+def to_tensors(series: dict[str, np.ndarray], position_scale: float = 1.0) -> dict[str, torch.Tensor]:
+    """Generator output -> model inputs: values [n, T, 1], positions [n, 1, T] (t * position_scale),
+    mask [n, T] (True = hidden)."""
+    if not position_scale > 0:
+        raise ValueError(f"position_scale must be > 0, got {position_scale}")
     n, T = series["values"].shape
-    t = torch.as_tensor(series["t"], dtype=torch.float32)
+    t = torch.as_tensor(series["t"] * position_scale, dtype=torch.float32)
     return dict(values=torch.as_tensor(series["values"]).unsqueeze(-1),
                 positions=t.expand(n, 1, T).contiguous(),
                 mask=~torch.as_tensor(series["observed"]))
@@ -118,10 +132,12 @@ def train_model(cfg: FrequencyConfig, cache_dir=None, refresh: bool = False, che
     key = dict(model=cfg.model_config().to_dict(), train=cfg.train_config().to_dict(), n_train=cfg.n_train,
                train_seed=cfg.train_seed, sines=dataclasses.asdict(cfg.sines))
     key["train"].pop("progress")  # the progress bar does not change the model
+    if cfg.position_scale != 1.0:  # only then, so raw-t entries cached before the option existed stay valid
+        key["position_scale"] = cfg.position_scale
     out_dir = ROOT / "runs" / f"frequency_model-{config_hash(key)}" if checkpoints else None
 
     def compute():
-        data = ArrayDataset(**to_tensors(sine_series(cfg.n_train, cfg.train_seed, cfg.sines)))
+        data = ArrayDataset(**to_tensors(sine_series(cfg.n_train, cfg.train_seed, cfg.sines), cfg.position_scale))
         torch.manual_seed(cfg.seed)  # model initialisation
         model = RoMAEForPreTraining(cfg.model_config())
         t0 = time.perf_counter()
@@ -174,9 +190,10 @@ def fft_errors(recon: np.ndarray, clean: np.ndarray, freqs: np.ndarray) -> tuple
 
 
 @torch.no_grad()
-def evaluate(model: RoMAEForPreTraining, series: dict[str, np.ndarray], batch: int = 256):
+def evaluate(model: RoMAEForPreTraining, series: dict[str, np.ndarray], batch: int = 256,
+             position_scale: float = 1.0):
     """Interpolate every series -> (per-series metrics DataFrame, reconstructions [n, T])."""
-    x = to_tensors(series)
+    x = to_tensors(series, position_scale)
     dev = next(model.parameters()).device
     recon = torch.cat([model.reconstruct(x["values"][i:i + batch].to(dev), x["positions"][i:i + batch].to(dev),
                                          x["mask"][i:i + batch].to(dev)).cpu()
@@ -228,17 +245,8 @@ def trend_table(one: pd.DataFrame, f_min: int = 9) -> pd.DataFrame:
 
 # ----------------------------------------------------------------------------- the experiment
 
-def run(profile: str = "smoke", reports_dir=None, cache_dir=None, refresh: bool = False,
-        checkpoints: bool | None = None) -> dict:
-    """Train (cached), evaluate (cached), record result rows and save `table_b4_frequency_errors`.
-
-    Returns {config, one, two (per-series frames), table, example, history, train_seconds, steps, snr}.
-    `checkpoints` (default: on for quick and paper, off for smoke): see `train_model`.
-    """
-    cfg = config(profile)
-    checkpoints = profile != "smoke" if checkpoints is None else checkpoints
-    trained = train_model(cfg, cache_dir=cache_dir, refresh=refresh, checkpoints=checkpoints)
-
+def evaluate_config(cfg: FrequencyConfig, trained: dict, cache_dir=None, refresh: bool = False) -> dict:
+    """Evaluate a trained model on the one-mode, two-mode and example series (cached) -> dict of frames."""
     def compute_eval():
         model = load_model(cfg, trained)
         one_s = sine_series(len(cfg.test_freqs) * cfg.n_test_one, cfg.test_seed, cfg.sines,
@@ -246,34 +254,78 @@ def run(profile: str = "smoke", reports_dir=None, cache_dir=None, refresh: bool 
         two_s = sine_series(len(cfg.test_freqs) * (len(cfg.test_freqs) - 1) // 2 * cfg.n_test_two,
                             cfg.test_seed + 1, cfg.sines, freqs=two_mode_freqs(cfg.test_freqs, cfg.n_test_two))
         ex = sine_series(1, cfg.test_seed + 2, cfg.sines, freqs=np.array([cfg.example_freqs]))
-        one, _ = evaluate(model, one_s, cfg.eval_batch)
-        two, _ = evaluate(model, two_s, cfg.eval_batch)
-        ex_frame, ex_recon = evaluate(model, ex, cfg.eval_batch)
+        one, _ = evaluate(model, one_s, cfg.eval_batch, cfg.position_scale)
+        two, _ = evaluate(model, two_s, cfg.eval_batch, cfg.position_scale)
+        ex_frame, ex_recon = evaluate(model, ex, cfg.eval_batch, cfg.position_scale)
         example = {**ex, "recon": ex_recon, "metrics": ex_frame.iloc[0].to_dict()}
         train_snr = snr(sine_series(cfg.n_train, cfg.train_seed, cfg.sines), cfg.sines)
         return dict(one=one.to_dict("list"), two=two.to_dict("list"), example=example, snr=train_snr)
 
-    ev = cached("frequency_eval", dataclasses.asdict(cfg) | {"trained": trained["steps"]}, compute_eval,
-                cache_dir=cache_dir, refresh=refresh)
-    one, two = pd.DataFrame(ev["one"]), pd.DataFrame(ev["two"])
-    table = pd.concat([per_case(one), per_case(two)], ignore_index=True)
-    save_table(table, "table_b4_frequency_errors", reports_dir)
+    key = dataclasses.asdict(cfg) | {"trained": trained["steps"]}
+    key.pop("control"), key.pop("progress")
+    ev = cached("frequency_eval", key, compute_eval, cache_dir=cache_dir, refresh=refresh)
+    return dict(one=pd.DataFrame(ev["one"]), two=pd.DataFrame(ev["two"]), example=ev["example"], snr=ev["snr"])
 
-    note = f"{cfg.n_train} series x {cfg.epochs} epochs, decoder {cfg.decoder}"
-    for setting, frame in (("1 mode", one), ("2 modes", two)):
+
+def _record_variant(ev: dict, suffix: str, profile: str, note: str, reports_dir) -> None:
+    for setting, frame in (("1 mode", ev["one"]), ("2 modes", ev["two"])):
         for metric, col in (("time_mse_hidden_mean", "time_mse_noisy"), ("time_mse_hidden_clean_mean",
                             "time_mse_clean"), ("fft_mse_mean", "fft_mse"), ("fft_bin_mse_mean", "fft_bin_mse")):
-            record(EXPERIMENT, setting, metric, frame[col].mean(), ours_std=frame[col].std(ddof=0),
+            record(EXPERIMENT, setting + suffix, metric, frame[col].mean(), ours_std=frame[col].std(ddof=0),
                    profile=profile, note=note, reports_dir=reports_dir)
-    slope, r2 = linear_trend(one, "fft_mse")
+    slope, r2 = linear_trend(ev["one"], "fft_mse")
     if np.isfinite(slope):
-        record(EXPERIMENT, "1 mode, f >= 9 Hz", "fft_mse_slope_per_hz", slope, profile=profile,
+        record(EXPERIMENT, "1 mode, f >= 9 Hz" + suffix, "fft_mse_slope_per_hz", slope, profile=profile,
                note=f"least-squares slope of the per-frequency mean; R^2 = {r2:.2f}", reports_dir=reports_dir)
-    record(EXPERIMENT, "training set", "snr", ev["snr"], profile=profile,
+
+
+def run(profile: str = "smoke", reports_dir=None, cache_dir=None, refresh: bool = False,
+        checkpoints: bool | None = None) -> dict:
+    """Train (cached), evaluate (cached), record result rows and save `table_b4_frequency_errors`.
+
+    Returns {config, one, two (per-series frames), table, example, history, train_seconds, steps, snr,
+    control}; `control` (profiles with cfg.control) holds the same for the raw-t model, else None.
+    `checkpoints` (default: on for quick and paper, off for smoke): see `train_model`.
+    """
+    cfg = config(profile)
+    checkpoints = profile != "smoke" if checkpoints is None else checkpoints
+    variants = [("", cfg)]
+    if cfg.control and cfg.position_scale != 1.0:
+        variants.append((", raw t (control)", dataclasses.replace(cfg, position_scale=1.0, control=False)))
+    out = {}
+    for suffix, c in variants:
+        trained = train_model(c, cache_dir=cache_dir, refresh=refresh, checkpoints=checkpoints)
+        ev = evaluate_config(c, trained, cache_dir=cache_dir, refresh=refresh)
+        note = f"{c.n_train} series x {c.epochs} epochs, decoder {c.decoder}, positions = t x {c.position_scale:g}"
+        _record_variant(ev, suffix, profile, note, reports_dir)
+        out[suffix] = dict(config=c, **ev, table=pd.concat([per_case(ev["one"]), per_case(ev["two"])],
+                                                           ignore_index=True),
+                           history=pd.DataFrame(trained["history"]), train_seconds=trained["seconds"],
+                           steps=trained["steps"])
+    main = out[""]
+    table = main["table"].assign(positions=f"t x {cfg.position_scale:g}")
+    if len(out) > 1:  # the saved table holds both variants; res["table"] the main model's rows only
+        table = pd.concat([table, out[variants[1][0]]["table"].assign(positions="t (raw, control)")],
+                          ignore_index=True)
+    save_table(table, "table_b4_frequency_errors", reports_dir)
+    record(EXPERIMENT, "training set", "snr", main["snr"], profile=profile,
            note="mean(clean^2) / noise variance; the paper quotes 43.1", reports_dir=reports_dir)
-    return dict(config=cfg, one=one, two=two, table=table, example=ev["example"], snr=ev["snr"],
-                history=pd.DataFrame(trained["history"]), train_seconds=trained["seconds"],
-                steps=trained["steps"])
+    return {**main, "control": out[variants[1][0]] if len(out) > 1 else None}
+
+
+def plot_control(res: dict):
+    """Time-domain MSE (hidden points, vs noisy values) per frequency: scaled positions vs raw t."""
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    for r, label, color in ((res, f"positions t x {res['config'].position_scale:g}", "tab:blue"),
+                            (res["control"], "positions raw t in [0, 1] (authors)", "tab:orange")):
+        g = r["one"].groupby("f1")["time_mse_noisy"]
+        ax.errorbar(g.mean().index, g.mean(), yerr=g.std(ddof=0), marker="o", capsize=3, color=color, label=label)
+    ax.axhline(res["config"].sines.noise_std ** 2, color="k", ls=":", lw=1, label="noise variance (floor)")
+    ax.set(xlabel="frequency f [Hz]", ylabel="MSE on hidden points", yscale="log",
+           title="One mode: the effect of the position scale")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
 
 
 # ----------------------------------------------------------------------------- figures
