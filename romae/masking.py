@@ -83,3 +83,27 @@ def gather_tokens(x: Tensor, idx: Tensor) -> Tensor:
 def gather_positions(positions: Tensor, idx: Tensor) -> Tensor:
     """positions [B, A, N] gathered along tokens by idx [B, M] -> [B, A, M]."""
     return positions.gather(2, idx.unsqueeze(1).expand(-1, positions.shape[1], -1))
+
+
+def pad_observed(values: Tensor, positions: Tensor, observed: Tensor, n_min: int, n_max: int) -> dict:
+    """Series with different numbers of observed points -> equal-count masks through padding.
+
+    The model hides the same number of tokens in every sample. A series with k observed points (n_min
+    <= k <= n_max) gets P = n_max - n_min padded tokens appended: n_max - k of them visible and k - n_min
+    hidden, so every row shows n_max tokens and hides N - n_min. Padded tokens carry value 0 and
+    position 0 and are excluded from attention and from the loss through `pad_mask`.
+
+    values [B, N, C], positions [B, A, N], observed [B, N] bool -> dict(values [B, N+P, C],
+    positions [B, A, N+P], mask [B, N+P] (True = hidden), pad_mask [B, N+P]).
+    """
+    B, N, C = values.shape
+    k = observed.sum(1, keepdim=True)
+    if (k < n_min).any() or (k > n_max).any() or not 1 <= n_min <= n_max < N:
+        raise ValueError(f"observed counts must lie in [n_min={n_min}, n_max={n_max}] with n_max < N={N}; "
+                         f"got {sorted(set(k.flatten().tolist()))}")
+    P = n_max - n_min
+    extra = torch.arange(P, device=values.device).expand(B, P)
+    return dict(values=torch.cat((values, values.new_zeros(B, P, C)), 1),
+                positions=torch.cat((positions, positions.new_zeros(B, positions.shape[1], P)), 2),
+                mask=torch.cat((~observed, extra >= n_max - k), 1),
+                pad_mask=torch.cat((torch.zeros_like(observed), torch.ones_like(extra, dtype=torch.bool)), 1))

@@ -1,0 +1,107 @@
+"""Noisy Archimedean spirals for 2-D interpolation (App. D.7; `generators.md` section 2).
+
+ContiFormer's prescription, as RoMAE used it: a time grid t = linspace(0, 6 pi, 150); per spiral
+a = 0.02 z1 and b = 0.3 + 0.02 z2 (z ~ N(0, 1)); with probability 1/2
+
+* counter-clockwise: r = a + b t, (x, y) = (r cos t + 5, r sin t);
+* clockwise: z = 6 pi + 1 - t, r = a + 50 b / z, (x, y) = (r cos z - 5, r sin z), reversed in time;
+
+then only the first half (75 points, t in [0, 9.36]) is kept and Gaussian noise (sigma = 0.1, App. D.7)
+is added to each coordinate. Coordinates are raw (roughly -10 to 13), as in the authors' code
+(ContiFormer min-max normalised them). Per spiral, `n_obs` = 30 of the 75 points are observed and
+45 are hidden and interpolated.
+
+Deviation from the authors' code (documented in notebook 15): the authors generated train and test
+spirals from the same seeds, so their 100 test spirals shared a-values and directions with training
+spirals. Here every set is drawn from its own PCG64 stream: `train_seed` for the 200 training spirals,
+`test_seed` for the 100 test spirals, and `trial_seed(k)` for the noise and observed points of
+evaluation trial k (the clean test curves stay fixed across trials).
+
+Arrays returned (n spirals): t [75]; clean, values [n, 75, 2] float32; observed [n, 75] bool (True =
+observed, exactly n_obs per row); clockwise [n] bool; a, b [n].
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class SpiralConfig:
+    """How the spirals are generated. Defaults: App. D.7 and ContiFormer's `spiral.py`."""
+
+    n_train: int = 200  # App. D.7: 300 spirals, 200 train / 100 test
+    n_test: int = 100
+    n_grid: int = 150  # full spiral: 150 points on [0, 6 pi] (ContiFormer)
+    n_points: int = 75  # first half only (App. D.7: "discretized into 75 evenly spaced time steps")
+    n_obs: int = 30  # observed points; the other 45 are masked (App. D.7, Figure 7)
+    spread: float = 0.02  # a ~ N(0, 0.02), b ~ N(0.3, 0.02), as standard deviations (App. D.7)
+    b_mean: float = 0.3
+    noise_std: float = 0.1  # beta = 0.1 (App. D.7)
+    train_seed: int = 0
+    test_seed: int = 1  # disjoint from training (the authors' test set reused the training seeds)
+
+    def __post_init__(self):
+        if not 0 < self.n_points <= self.n_grid:
+            raise ValueError(f"n_points must lie in (0, n_grid={self.n_grid}], got {self.n_points}")
+        if not 0 < self.n_obs < self.n_points:
+            raise ValueError(f"n_obs must lie in (0, n_points={self.n_points}), got {self.n_obs}")
+        if self.train_seed == self.test_seed:
+            raise ValueError("train_seed and test_seed must differ (disjoint train and test spirals)")
+
+    def trial_seed(self, k: int) -> int:
+        """Seed of evaluation trial k (noise and observed points), distinct from the set seeds."""
+        return 1000 + self.test_seed * 100 + k
+
+
+def time_grid(cfg: SpiralConfig = SpiralConfig()) -> np.ndarray:
+    """The positions: the first n_points of linspace(0, 6 pi, n_grid) -> [n_points] float64."""
+    return np.linspace(0.0, 6 * np.pi, cfg.n_grid)[: cfg.n_points]
+
+
+def clean_spirals(n: int, seed: int, cfg: SpiralConfig = SpiralConfig()) -> dict[str, np.ndarray]:
+    """n clean spirals (first n_points of each): clean [n, n_points, 2], clockwise [n], a [n], b [n]."""
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    rng = np.random.default_rng(seed)
+    a = cfg.spread * rng.standard_normal(n)
+    b = cfg.b_mean + cfg.spread * rng.standard_normal(n)
+    clockwise = rng.random(n) < 0.5
+    t = np.linspace(0.0, 6 * np.pi, cfg.n_grid)
+    ccw = np.stack([(a[:, None] + b[:, None] * t) * np.cos(t) + 5,
+                    (a[:, None] + b[:, None] * t) * np.sin(t)], axis=-1)
+    z = 6 * np.pi + 1 - t
+    r = a[:, None] + 50 * b[:, None] / z
+    cw = np.stack([r * np.cos(z) - 5, r * np.sin(z)], axis=-1)[:, ::-1]  # reversed in time
+    clean = np.where(clockwise[:, None, None], cw, ccw)[:, : cfg.n_points]
+    return dict(t=t[: cfg.n_points], clean=clean.astype(np.float32), clockwise=clockwise, a=a, b=b)
+
+
+def observe(clean: np.ndarray, seed: int, cfg: SpiralConfig = SpiralConfig()) -> dict[str, np.ndarray]:
+    """Noisy values and observed points for clean curves [n, P, 2]: values [n, P, 2], observed [n, P]."""
+    rng = np.random.default_rng(seed)
+    n, P, _ = clean.shape
+    values = clean + cfg.noise_std * rng.standard_normal(clean.shape)
+    rank = rng.random((n, P)).argsort(axis=1).argsort(axis=1)
+    return dict(values=values.astype(np.float32), observed=rank < cfg.n_obs)
+
+
+def spirals(split: str, cfg: SpiralConfig = SpiralConfig(), trial: int = 0) -> dict[str, np.ndarray]:
+    """The 'train' or 'test' set. Test trial k re-draws the noise and observed points of the fixed
+    test curves (App. D.7: "10 trials with randomly seeded batches of 100 test spirals")."""
+    if split == "train":
+        out = clean_spirals(cfg.n_train, cfg.train_seed, cfg)
+        return {**out, **observe(out["clean"], cfg.train_seed + 10_000, cfg)}
+    if split == "test":
+        out = clean_spirals(cfg.n_test, cfg.test_seed, cfg)
+        return {**out, **observe(out["clean"], cfg.trial_seed(trial), cfg)}
+    raise ValueError(f"split must be 'train' or 'test', got {split!r}")
+
+
+def rmse(pred: np.ndarray, target: np.ndarray, hidden: np.ndarray) -> float:
+    """ContiFormer's RMSE at the hidden points: sqrt(mean over points of the sum over (x, y) of the
+    squared error). pred, target [n, P, 2]; hidden [n, P] bool."""
+    err = ((pred - target) ** 2).sum(-1)
+    return float(np.sqrt(err[hidden].mean()))

@@ -1,0 +1,119 @@
+"""Spiral and Synthetic generators, the padding of variable observed counts, and the smoke experiment."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from romae.data import spiral as S
+from romae.data import synthetic as Y
+from romae.experiments import interpolation as I
+from romae.masking import pad_observed
+from romae.model import RoMAEForPreTraining
+
+
+def test_spirals_follow_the_prescription():
+    d = S.spirals("train")
+    assert d["values"].shape == (200, 75, 2) and d["t"].shape == (75,)
+    assert np.isclose(d["t"][-1], 74 * 6 * np.pi / 149)
+    assert (d["observed"].sum(1) == 30).all()
+    # noise sigma 0.1 per coordinate; a, b spreads 0.02 around 0 and 0.3
+    assert abs((d["values"] - d["clean"]).std() - 0.1) < 0.005
+    assert abs(d["a"].std() - 0.02) < 0.005 and abs(d["b"].mean() - 0.3) < 0.005
+    assert 0.35 < d["clockwise"].mean() < 0.65
+    # counter-clockwise spirals start at (a + 5, 0) and wind outwards around (5, 0) ...
+    ccw = ~d["clockwise"]
+    np.testing.assert_allclose(d["clean"][ccw, 0, 0], d["a"][ccw] + 5, atol=1e-5)
+    xy = d["clean"][ccw][:, 10:] - np.array([5.0, 0.0])
+    cross = xy[:, :-1, 0] * xy[:, 1:, 1] - xy[:, :-1, 1] * xy[:, 1:, 0]
+    assert (cross > 0).all() and (np.diff(np.hypot(*xy.transpose(2, 0, 1)), axis=1) > 0).all()
+    # ... the "clockwise" ones (mirror chirality, reversed in time) wind inwards around (-5, 0)
+    xy = d["clean"][d["clockwise"]] - np.array([-5.0, 0.0])
+    assert (np.diff(np.hypot(*xy.transpose(2, 0, 1)), axis=1) < 0).all()
+
+
+def test_spiral_train_and_test_are_disjoint_and_trials_differ():
+    train, test = S.spirals("train"), S.spirals("test")
+    assert not np.isin(test["a"], train["a"]).any()  # the authors' test set reused training draws
+    t1 = S.spirals("test", trial=1)
+    np.testing.assert_array_equal(test["clean"], t1["clean"])  # same curves ...
+    assert not np.array_equal(test["values"], t1["values"])  # ... re-drawn noise and observed points
+    assert not np.array_equal(test["observed"], t1["observed"])
+    np.testing.assert_array_equal(S.spirals("test")["values"], test["values"])  # deterministic
+    with pytest.raises(ValueError, match="differ"):
+        S.SpiralConfig(test_seed=0)
+    with pytest.raises(ValueError, match="split"):
+        S.spirals("valid")
+
+
+def test_spiral_rmse():
+    target = np.zeros((2, 3, 2))
+    pred = target.copy()
+    pred[0, 1] = [3.0, 4.0]  # error 5 on one hidden point
+    hidden = np.array([[True, True, False], [False, False, False]])
+    assert S.rmse(pred, target, hidden) == pytest.approx(np.sqrt(25 / 2))
+
+
+def test_synthetic_generator():
+    cfg = Y.SyntheticConfig()
+    assert cfg.sizes() == dict(train=1600, valid=200, test=200)
+    d = Y.curves(cfg)
+    assert np.isclose(d["t"][0], 0.02) and np.isclose(d["t"][-1], 1.0)
+    # the RBF smoother is a convex combination of the latent values, noise sigma 0.1
+    assert (d["clean"] <= d["z"].max(1, keepdims=True) + 1e-5).all()
+    assert abs((d["values"] - d["clean"]).std() - 0.1) < 0.003
+    tr = Y.split("train", cfg)
+    assert set(np.unique(tr["n_obs"])) == set(range(3, 11))  # drawn per series
+    assert (tr["observed"].sum(1) == tr["n_obs"]).all()
+    te3 = Y.split("test", cfg, n_obs=3)
+    assert (te3["n_obs"] == 3).all()
+    assert not {r.tobytes() for r in te3["values"]} & {r.tobytes() for r in tr["values"]}  # different series
+    with pytest.raises(ValueError):
+        Y.SyntheticConfig(obs_min=0)
+    with pytest.raises(ValueError, match="n_obs"):
+        Y.observe(4, 50, 50, 0)
+
+
+def test_pad_observed_gives_equal_counts_and_same_predictions():
+    torch.manual_seed(0)
+    B, N = 4, 12
+    observed = torch.zeros(B, N, dtype=torch.bool)
+    for i, k in enumerate([3, 5, 7, 3]):
+        observed[i, torch.randperm(N)[:k]] = True
+    values, positions = torch.randn(B, N, 1), torch.rand(B, 1, N) * 10
+    x = pad_observed(values, positions, observed, 3, 7)
+    assert x["values"].shape == (B, N + 4, 1)
+    assert (x["mask"].sum(1) == N - 3).all() and (x["pad_mask"].sum(1) == 4).all()
+    assert (~x["mask"][:, :N] == observed).all()
+    cfg = I.model_config(I.RunConfig(encoder="tiny-shallow"), token_dim=1)
+    model = RoMAEForPreTraining(cfg).eval()
+    recon = model.reconstruct(x["values"], x["positions"], x["mask"], x["pad_mask"])[:, :N]
+    # padding changes nothing: row 1 (5 observed) alone, without padding, gives the same predictions
+    alone = model.reconstruct(values[1:2], positions[1:2], ~observed[1:2])
+    torch.testing.assert_close(recon[1:2], alone, atol=1e-5, rtol=1e-4)
+    with pytest.raises(ValueError, match="observed counts"):
+        pad_observed(values, positions, observed, 4, 7)
+
+
+def test_smoke_experiment_writes_reports(tmp_path, monkeypatch):
+    smoke = I.config("smoke")
+    tiny = dataclasses.replace(smoke, synthetic_data=Y.SyntheticConfig(n=100), n_trials=2)
+    monkeypatch.setitem(I.PROFILES, "smoke", tiny)
+    reports, cache = tmp_path / "reports", tmp_path / "cache"
+    res = I.run("smoke", reports_dir=reports, cache_dir=cache)
+    trials = res["spiral"]["runs"][0]["trials"]
+    assert len(trials) == 2 and (trials.rmse_clean > 0).all()
+    results = pd.read_csv(reports / "results.csv")
+    assert {"Spiral", "Synthetic, 3-10 observed", "Synthetic, 20 observed"} <= set(results.setting)
+    assert np.isfinite(results.ours).all()
+    table = pd.read_csv(reports / "tables" / f"{I.EXPERIMENT}.csv")
+    assert {"ContiFormer", "HeTVAE", "RoMAE-tiny (ours)"} <= set(table.model)
+    again = I.run("smoke", reports_dir=reports, cache_dir=cache)  # from the cache, same numbers
+    pd.testing.assert_frame_equal(trials, again["spiral"]["runs"][0]["trials"])
+    assert len(list(cache.glob("spiral_model-*.pt"))) == 1
+    for plot in (I.plot_fig7, I.plot_fig8, I.plot_learning_curves):
+        plot(res)
