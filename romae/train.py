@@ -348,3 +348,29 @@ def fit(model: torch.nn.Module, train_data, cfg: TrainConfig, *, val_data=None,
         epoch += 1
     bar.close()
     return FitResult(accelerator.unwrap_model(model, keep_fp32_wrapper=False), history, step, out)
+
+
+def fit_cached(name: str, model_cls, model_cfg, data, cfg: TrainConfig, key: dict, *, seed: int,
+               cache_dir=None, refresh: bool = False, checkpoints: bool = False) -> dict:
+    """Train `model_cls(model_cfg)` on `data` (an ArrayDataset or a dict of tensors), or load the result
+    from the results cache -> {state_dict, history, steps, seconds}.
+
+    `key` names the data (and anything else that changes the model); the model and training configs
+    are added to it, minus the progress bar. `checkpoints`: keep checkpoints and history.jsonl in
+    <repo>/runs/<name>-<hash>/ so an interrupted run resumes; `refresh` retrains from scratch.
+    """
+    from .cache import cached, config_hash  # the cache module is independent of training
+
+    key = dict(key, model=model_cfg.to_dict(), train={k: v for k, v in cfg.to_dict().items() if k != "progress"})
+    out_dir = Path(__file__).resolve().parents[1] / "runs" / f"{name}-{config_hash(key)}" if checkpoints else None
+
+    def compute():
+        torch.manual_seed(seed)  # model initialisation
+        model = model_cls(model_cfg)
+        t0 = time.perf_counter()
+        data_ = data if isinstance(data, ArrayDataset) else ArrayDataset(**data)
+        res = fit(model, data_, cfg, out_dir=out_dir, config=model_cfg, resume=not refresh)
+        return dict(state_dict={k: v.detach().cpu() for k, v in res.model.state_dict().items()},
+                    history=res.history, steps=res.steps, seconds=time.perf_counter() - t0)
+
+    return cached(name, key, compute, cache_dir=cache_dir, refresh=refresh)

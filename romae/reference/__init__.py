@@ -34,3 +34,21 @@ def paper_value(experiment: str, setting: str, metric: str) -> float:
         if (row["experiment"], row["setting"], row["metric"]) == (experiment, setting, metric):
             return row["paper"]
     raise KeyError(f"no paper value for {experiment} / {setting} / {metric} in {PAPER_VALUES.name}")
+
+
+PEER_VALUES = Path(__file__).with_name("peer_values.csv")
+
+
+@lru_cache
+def _peer_rows() -> tuple[dict, ...]:
+    with open(PEER_VALUES, newline="") as f:
+        return tuple({**row, "value": float(row["value"]), "std": _num(row["std"])} for row in csv.DictReader(f))
+
+
+def peer_values(experiment: str) -> list[dict]:
+    """Published numbers of other models (and the paper's own row) for the comparison tables of one
+    experiment: benchmark, model, metric, value, std, source. Never used to compute our numbers."""
+    rows = [dict(r) for r in _peer_rows() if r["experiment"] == experiment]
+    if not rows:
+        raise KeyError(f"no published peer values for {experiment!r} in {PEER_VALUES.name}")
+    return rows
