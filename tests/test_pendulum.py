@@ -26,21 +26,25 @@ def test_bad_settings_raise():
 
 
 def test_smoke_run_reports_both_metric_conventions(tmp_path, monkeypatch):
-    monkeypatch.setitem(PE.PROFILES, "smoke", _tiny())
+    monkeypatch.setitem(PE.PROFILES, "smoke", _tiny(authors_variant=True))
     reports, cache = tmp_path / "reports", tmp_path / "cache"
     res = PE.run("smoke", reports_dir=reports, cache_dir=cache)
+    assert list(res["per_seed"].variant) == ["ours", "authors' configuration"]
+    assert res["variants"]["authors' configuration"]["config"].head == "cls"
     row = res["per_seed"].iloc[0]
     # per-sequence sum over 50 x 2 outputs = 100 x the per-element MSE (which is quoted x 1e-3)
     assert row.test_authors_logged == pytest.approx(100 * row["test_mse_x1e-3"] / 1e3, rel=1e-5)
     mean, std = res["pixel_stats"]
     assert 0.05 < mean < 0.6 and 0.05 < std < 0.6  # standardised with real statistics, not the authors' 0.002
     results = pd.read_csv(reports / "results.csv")
-    assert set(results.setting) == {"test MSE, per element", "test, authors' logged metric"}
+    assert set(results.setting) == {"test MSE, per element", "test, authors' logged metric",
+                                    "authors' configuration: test MSE, per element",
+                                    "authors' configuration: test, authors' logged metric"}
     table = pd.read_csv(reports / "tables" / "table5_pendulum.csv")
     assert {"S5", "RoMAE (paper)", "RoMAE (ours)"} <= set(table.model)
     again = PE.run("smoke", reports_dir=reports, cache_dir=cache)  # cached: no retraining, same numbers
     pd.testing.assert_frame_equal(res["per_seed"], again["per_seed"])
-    assert len(list(cache.glob("pendulum_model-*.pt"))) == 1
+    assert len(list(cache.glob("pendulum_model-*.pt"))) == 2  # ours and the authors' configuration
     PE.plot_predictions(res)
     PE.plot_learning_curves(res)
 

@@ -54,6 +54,7 @@ class PendulumRun:
     weight_decay: float = 0.01
     seeds: tuple[int, ...] = tuple(range(42, 62))  # 20 seeds, as the authors (42-61)
     data: P.PendulumConfig = field(default_factory=P.PendulumConfig)
+    authors_variant: bool = True  # also train the authors' configuration (`authors_variant`) on the same seeds
     eval_batch: int = 500
     progress: bool = True
 
@@ -79,7 +80,7 @@ PROFILES = {
     # full data and schedule, 3 seeds (the paper: 20)
     "quick": PendulumRun(seeds=(42, 43, 44)),
     # seconds: 64 / 32 / 32 sequences, 2 epochs, one seed
-    "smoke": PendulumRun(epochs=2, warmup_steps=4, seeds=(42,), progress=False,
+    "smoke": PendulumRun(epochs=2, warmup_steps=4, seeds=(42,), progress=False, authors_variant=False,
                          data=P.PendulumConfig(n_train=64, n_valid=32, n_test=32)),
 }
 
@@ -119,14 +120,13 @@ def train_seed(run: PendulumRun, seed: int, data: dict, cache_dir=None, refresh=
                       key, seed=seed, cache_dir=cache_dir, refresh=refresh, checkpoints=checkpoints)
 
 
-def run(profile: str = "smoke", reports_dir=None, cache_dir=None, refresh: bool = False,
-        checkpoints: bool | None = None) -> dict:
-    """Generate (cached), train every seed (cached), evaluate, record rows, save `table5_pendulum`."""
-    cfg = config(profile)
-    checkpoints = profile != "smoke" if checkpoints is None else checkpoints
-    t0 = time.perf_counter()
-    splits = P.load(cfg.data, cache_dir=cache_dir)
-    data_seconds = time.perf_counter() - t0
+def authors_variant(run: PendulumRun) -> PendulumRun:
+    """The authors' script: [CLS] -> 100 outputs, their pixel constants, no gradient clipping."""
+    return dataclasses.replace(run, head="cls", pixel_norm="authors", grad_clip=None, authors_variant=False)
+
+
+def _run_variant(cfg: PendulumRun, splits: dict, cache_dir, refresh, checkpoints) -> tuple[pd.DataFrame, dict, dict]:
+    """Train every seed of one configuration and score it -> (per-seed rows, test predictions, histories)."""
     mean, std = pixel_stats(cfg, splits["train"]["images"])
     train, valid, test = (tensors(splits[s], mean, std) for s in ("train", "valid", "test"))
     rows, preds, histories = [], {}, {}
@@ -138,33 +138,58 @@ def run(profile: str = "smoke", reports_dir=None, cache_dir=None, refresh: bool 
         row = dict(seed=seed, steps=trained["steps"], train_seconds=trained["seconds"])
         for name, d in (("valid", valid), ("test", test)):
             pred = predict(model, d, cfg.eval_batch)
-            err = (pred - d["labels"]).pow(2)
+            err = (pred - d["labels"]).pow(2)  # [n, K, 2]
             row[f"{name}_mse_x1e-3"] = err.mean().item() * 1e3  # S5/CRU: per element
-            if name == "test":
-                preds[seed] = pred.numpy()
         # the authors' log: total squared error over the 1,000 test sequences x 1e-3, i.e. the per-sequence
-        # sum over 50 x 2 outputs averaged over sequences (written that way, it also holds for other sizes)
-        row["test_authors_logged"] = float(((preds[seed] - test["labels"].numpy()) ** 2).sum((1, 2)).mean())
+        # sum over 50 x 2 outputs averaged over sequences (also right for test sets of other sizes)
+        row["test_authors_logged"] = err.sum((1, 2)).mean().item()
+        preds[seed] = pred.numpy()
         rows.append(row)
         histories[seed] = pd.DataFrame(trained["history"])
-    per_seed = pd.DataFrame(rows)
-    mse = per_seed["test_mse_x1e-3"]
-    std_ = float(mse.std(ddof=1)) if len(mse) > 1 else None
-    note = (f"{cfg.data.n_train} train sequences, {cfg.epochs} epochs, head {cfg.head}, pixel norm "
-            f"{cfg.pixel_norm}; mean +- std over {len(mse)} seed(s)")
-    record(EXPERIMENT, "test MSE, per element", "mse_x1e-3", float(mse.mean()), ours_std=std_,
-           n_seeds=len(mse), profile=profile, note=note, reports_dir=reports_dir)
-    record(EXPERIMENT, "test, authors' logged metric", "sum_per_sequence", float(per_seed.test_authors_logged.mean()),
-           ours_std=float(per_seed.test_authors_logged.std(ddof=1)) if len(mse) > 1 else None, n_seeds=len(mse),
-           profile=profile, note="per-sequence sum of squared errors over 50 x 2 outputs, averaged", reports_dir=reports_dir)
+    return pd.DataFrame(rows), preds, histories
+
+
+def run(profile: str = "smoke", reports_dir=None, cache_dir=None, refresh: bool = False,
+        checkpoints: bool | None = None) -> dict:
+    """Generate (cached), train every seed (cached), evaluate, record rows, save `table5_pendulum`.
+
+    With cfg.authors_variant the authors' configuration (`authors_variant`) is trained on the same
+    seeds too; its rows carry the prefix "authors' configuration".
+    """
+    cfg = config(profile)
+    checkpoints = profile != "smoke" if checkpoints is None else checkpoints
+    t0 = time.perf_counter()
+    splits = P.load(cfg.data, cache_dir=cache_dir)
+    data_seconds = time.perf_counter() - t0
+    variants = [("ours", cfg)] + ([("authors' configuration", authors_variant(cfg))] if cfg.authors_variant else [])
+    frames, out = [], {}
+    for label, vcfg in variants:
+        per_seed, preds, histories = _run_variant(vcfg, splits, cache_dir, refresh, checkpoints)
+        frames.append(per_seed.assign(variant=label))
+        out[label] = dict(config=vcfg, per_seed=per_seed, preds=preds, histories=histories)
+        prefix = "" if label == "ours" else f"{label}: "
+        n = len(per_seed)
+        note = (f"{vcfg.data.n_train} train sequences, {vcfg.epochs} epochs, head {vcfg.head}, pixel norm "
+                f"{vcfg.pixel_norm}, clip {vcfg.grad_clip}; mean +- std over {n} seed(s)")
+        for setting, metric, col in (("test MSE, per element", "mse_x1e-3", "test_mse_x1e-3"),
+                                     ("test, authors' logged metric", "sum_per_sequence", "test_authors_logged")):
+            record(EXPERIMENT, prefix + setting, metric, float(per_seed[col].mean()),
+                   ours_std=float(per_seed[col].std(ddof=1)) if n > 1 else None, n_seeds=n, profile=profile,
+                   note=note, reports_dir=reports_dir)
     peers = pd.DataFrame(peer_values(EXPERIMENT))[["model", "metric", "value", "std", "source"]]
-    ours = pd.DataFrame([dict(model="RoMAE (ours)", metric="mse_x1e-3", value=float(mse.mean()), std=std_,
-                              source=f"this run ({profile}, {len(mse)} seeds)")])
-    table = pd.concat([peers, ours], ignore_index=True)
+    ours = [dict(model="RoMAE (ours)" if label == "ours" else f"RoMAE, {label} (ours)", metric=metric,
+                 value=float(f[col].mean()), std=float(f[col].std(ddof=1)) if len(f) > 1 else None,
+                 source=f"this run ({profile}, {len(f)} seeds)")
+            for (label, _), f in zip(variants, frames)
+            for metric, col in (("mse_x1e-3", "test_mse_x1e-3"), ("sum_per_sequence", "test_authors_logged"))]
+    table = pd.concat([peers, pd.DataFrame(ours)], ignore_index=True)
+    per_seed = pd.concat(frames, ignore_index=True)
     save_table(table, EXPERIMENT, reports_dir)
     save_table(per_seed, f"{EXPERIMENT}_per_seed", reports_dir)
-    return dict(config=cfg, per_seed=per_seed, table=table, preds=preds, test=splits["test"],
-                histories=histories, data_seconds=data_seconds, pixel_stats=(mean, std))
+    main = out["ours"]
+    return dict(config=cfg, per_seed=per_seed, table=table, preds=main["preds"], histories=main["histories"],
+                variants=out, test=splits["test"], data_seconds=data_seconds,
+                pixel_stats=pixel_stats(cfg, splits["train"]["images"]))
 
 
 # ----------------------------------------------------------------------------- figures
