@@ -117,3 +117,11 @@ def test_smoke_experiment_writes_reports(tmp_path, monkeypatch):
     assert len(list(cache.glob("spiral_model-*.pt"))) == 1
     for plot in (I.plot_fig7, I.plot_fig8, I.plot_learning_curves):
         plot(res)
+
+
+def test_position_scale_reaches_the_model_inputs():
+    d = Y.split("test", Y.SyntheticConfig(n=100), n_obs=5)
+    x = I.synthetic_tensors(d, 50.0)
+    torch.testing.assert_close(x["positions"][0, 0], torch.arange(1, 51, dtype=torch.float32))
+    assert "pad_mask" not in x and (x["mask"].sum(1) == 45).all()  # equal counts need no padding
+    assert I.config("quick").synthetic.position_scale == 50.0 and I.config("paper").synthetic.position_scale == 1.0
