@@ -20,7 +20,7 @@ Trained models and evaluations are cached by config (`romae.cache`).
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
 import numpy as np
