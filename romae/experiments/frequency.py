@@ -26,7 +26,6 @@ Figure 5 is one 1 + 5 Hz realisation with its spectrum. Trained models and evalu
 from __future__ import annotations
 
 import dataclasses
-import time
 from dataclasses import dataclass, field
 
 import matplotlib.pyplot as plt
@@ -34,12 +33,12 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..cache import cached, config_hash
+from ..cache import cached
 from ..config import RoMAEConfig, TrainConfig, check_profile, size
 from ..data.sines import SineConfig, one_mode_freqs, sine_series, snr, two_mode_freqs
 from ..model import RoMAEForPreTraining
-from ..report import ROOT, record, save_table
-from ..train import ArrayDataset, fit
+from ..report import record, save_table
+from ..train import fit_cached
 
 EXPERIMENT = "fig3_frequency_retention"
 AUTHORS_TEST_FREQS = (1, 3, 5, 7, 9, 12, 15, 18, 21, 24)  # the authors' evaluation notebooks
@@ -129,25 +128,12 @@ def train_model(cfg: FrequencyConfig, cache_dir=None, refresh: bool = False, che
     `checkpoints`: keep checkpoints and history.jsonl in <repo>/runs/frequency_model-<config hash>/, so
     an interrupted run resumes where it stopped (the hash keeps runs of different configs apart).
     """
-    key = dict(model=cfg.model_config().to_dict(), train=cfg.train_config().to_dict(), n_train=cfg.n_train,
-               train_seed=cfg.train_seed, sines=dataclasses.asdict(cfg.sines))
-    key["train"].pop("progress")  # the progress bar does not change the model
+    key = dict(n_train=cfg.n_train, train_seed=cfg.train_seed, sines=dataclasses.asdict(cfg.sines))
     if cfg.position_scale != 1.0:  # only then, so raw-t entries cached before the option existed stay valid
         key["position_scale"] = cfg.position_scale
-    out_dir = ROOT / "runs" / f"frequency_model-{config_hash(key)}" if checkpoints else None
-
-    def compute():
-        data = ArrayDataset(**to_tensors(sine_series(cfg.n_train, cfg.train_seed, cfg.sines), cfg.position_scale))
-        torch.manual_seed(cfg.seed)  # model initialisation
-        model = RoMAEForPreTraining(cfg.model_config())
-        t0 = time.perf_counter()
-        res = fit(model, data, cfg.train_config(), out_dir=out_dir, config=cfg.model_config(),
-                  resume=not refresh)  # refresh = retrain from scratch, not resume an old checkpoint
-        state = {k: v.detach().cpu() for k, v in res.model.state_dict().items()}
-        return dict(state_dict=state, history=res.history, steps=res.steps,
-                    seconds=time.perf_counter() - t0)
-
-    return cached("frequency_model", key, compute, cache_dir=cache_dir, refresh=refresh)
+    data = to_tensors(sine_series(cfg.n_train, cfg.train_seed, cfg.sines), cfg.position_scale)
+    return fit_cached("frequency_model", RoMAEForPreTraining, cfg.model_config(), data, cfg.train_config(), key,
+                      seed=cfg.seed, cache_dir=cache_dir, refresh=refresh, checkpoints=checkpoints)
 
 
 def load_model(cfg: FrequencyConfig, trained: dict) -> RoMAEForPreTraining:

@@ -243,7 +243,7 @@ def run(profile: str = "smoke", reports_dir=None, cache_dir=None, refresh: bool 
     trials = pd.concat([r["trials"] for r in sp["runs"]])
     for metric, col in (("rmse_clean", "rmse_clean"), ("rmse_noisy", "rmse_noisy"),
                         ("authors_formula_noisy", "authors_formula_noisy")):
-        m, s = float(trials[col].mean()), float(trials[col].std(ddof=1)) if len(trials) > 1 else None
+        m, s = _mean_std(trials[col])
         record(EXPERIMENT, "Spiral", metric, m, ours_std=s, n_seeds=len(sp["runs"]), profile=profile,
                note=sp_note, reports_dir=reports_dir)
         rows.append(dict(benchmark="Spiral", model="RoMAE-tiny (ours)", metric=metric, value=m, std=s,

@@ -125,10 +125,11 @@ def authors_variant(run: PendulumRun) -> PendulumRun:
     return dataclasses.replace(run, head="cls", pixel_norm="authors", grad_clip=None, authors_variant=False)
 
 
-def _run_variant(cfg: PendulumRun, splits: dict, cache_dir, refresh, checkpoints) -> tuple[pd.DataFrame, dict, dict]:
-    """Train every seed of one configuration and score it -> (per-seed rows, test predictions, histories)."""
-    mean, std = pixel_stats(cfg, splits["train"]["images"])
-    train, valid, test = (tensors(splits[s], mean, std) for s in ("train", "valid", "test"))
+def _run_variant(cfg: PendulumRun, splits: dict, stats: tuple[float, float], cache_dir, refresh,
+                 checkpoints) -> tuple[pd.DataFrame, dict, dict]:
+    """Train every seed of one configuration on pixels standardised with `stats` and score it
+    -> (per-seed rows, test predictions, histories)."""
+    train, valid, test = (tensors(splits[s], *stats) for s in ("train", "valid", "test"))
     rows, preds, histories = [], {}, {}
     for seed in cfg.seeds:
         trained = train_seed(cfg, seed, train, cache_dir, refresh, checkpoints)
@@ -162,9 +163,11 @@ def run(profile: str = "smoke", reports_dir=None, cache_dir=None, refresh: bool 
     splits = P.load(cfg.data, cache_dir=cache_dir)
     data_seconds = time.perf_counter() - t0
     variants = [("ours", cfg)] + ([("authors' configuration", authors_variant(cfg))] if cfg.authors_variant else [])
+    train_stats = pixel_stats(cfg, splits["train"]["images"])  # one pass over the training pixels
     frames, out = [], {}
     for label, vcfg in variants:
-        per_seed, preds, histories = _run_variant(vcfg, splits, cache_dir, refresh, checkpoints)
+        stats = train_stats if vcfg.pixel_norm == cfg.pixel_norm else pixel_stats(vcfg, splits["train"]["images"])
+        per_seed, preds, histories = _run_variant(vcfg, splits, stats, cache_dir, refresh, checkpoints)
         frames.append(per_seed.assign(variant=label))
         out[label] = dict(config=vcfg, per_seed=per_seed, preds=preds, histories=histories)
         prefix = "" if label == "ours" else f"{label}: "
@@ -188,8 +191,7 @@ def run(profile: str = "smoke", reports_dir=None, cache_dir=None, refresh: bool 
     save_table(per_seed, f"{EXPERIMENT}_per_seed", reports_dir)
     main = out["ours"]
     return dict(config=cfg, per_seed=per_seed, table=table, preds=main["preds"], histories=main["histories"],
-                variants=out, test=splits["test"], data_seconds=data_seconds,
-                pixel_stats=pixel_stats(cfg, splits["train"]["images"]))
+                variants=out, test=splits["test"], data_seconds=data_seconds, pixel_stats=train_stats)
 
 
 # ----------------------------------------------------------------------------- figures
