@@ -119,6 +119,8 @@ class RoMAEConfig:
             raise ValueError(f"p-RoPE fraction p must lie in [0, 1], got {self.p}")
         if self.token_dim < 1 or self.n_axes < 1:
             raise ValueError(f"token_dim and n_axes must be >= 1, got {self.token_dim}, {self.n_axes}")
+        if not 0.0 < self.mask_ratio < 1.0:
+            raise ValueError(f"mask_ratio must lie in (0, 1): some tokens hidden, some visible; got {self.mask_ratio}")
         if self.head == "cls" and not self.use_cls:
             raise ValueError("head='cls' needs use_cls=True; use head='mean' without a [CLS] token")
 
@@ -142,6 +144,8 @@ class TrainConfig:
     momentum: float = 0.9  # SGD only (Tables 12, 16)
     weight_decay: float = 0.01  # one parameter group for all parameters, as the authors
     warmup_steps: int = 625  # linear warm-up from 0 to lr (Table 17), then cosine to 0 at the last step
+    warmup_fraction: float | None = None  # warm-up as a share of all steps (Tables 12, 13, 18 give %);
+    #                                       when set, it replaces warmup_steps
     grad_clip: float | None = None  # global gradient-norm clip; None = off ("inf" in Table 17)
     bf16: bool = False  # bf16 autocast (App. A.2 "AMP"); FP32 in most paper runs
     seed: int = 42  # seeds torch, numpy and random at the start of training (authors' default)
@@ -156,6 +160,18 @@ class TrainConfig:
             raise ValueError(f"unknown optimizer {self.optimizer!r}; choose 'adamw' or 'sgd'")
         if self.epochs < 1 or self.batch_size < 1:
             raise ValueError(f"epochs and batch_size must be >= 1, got {self.epochs}, {self.batch_size}")
+        if self.warmup_steps < 0:
+            raise ValueError(f"warmup_steps must be >= 0, got {self.warmup_steps}")
+        if self.warmup_fraction is not None and not 0.0 <= self.warmup_fraction < 1.0:
+            raise ValueError(f"warmup_fraction must lie in [0, 1), got {self.warmup_fraction}")
+        if not self.lr > 0:
+            raise ValueError(f"lr must be positive, got {self.lr}")
+
+    def warmup(self, total_steps: int) -> int:
+        """Warm-up steps of a run of `total_steps` optimiser steps."""
+        if self.warmup_fraction is not None:
+            return round(self.warmup_fraction * total_steps)
+        return self.warmup_steps
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

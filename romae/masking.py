@@ -34,8 +34,10 @@ def random_mask(B: int, N: int, mask_ratio: float, pad_mask: Tensor | None = Non
     count is topped up to the batch-wide K = ceil(N * mask_ratio) with padded slots, which the loss
     ignores (the authors' "single" masking mode, done without a per-sample loop).
     """
-    if not 0.0 <= mask_ratio < 1.0:
-        raise ValueError(f"mask_ratio must lie in [0, 1), got {mask_ratio}")
+    if not 0.0 < mask_ratio < 1.0:
+        raise ValueError(f"mask_ratio must lie in (0, 1), got {mask_ratio}")
+    if N < 2:
+        raise ValueError(f"a random mask needs at least 2 tokens (one visible, one hidden), got N={N}")
     device = pad_mask.device if pad_mask is not None else device
     K = min(math.ceil(N * mask_ratio), N - 1)
     noise = torch.rand(B, N, device=device, generator=generator)
@@ -63,6 +65,9 @@ def check_mask(mask: Tensor, B: int, N: int) -> int:
         raise ValueError(
             f"every sample must hide the same number of tokens; got counts {counts.tolist()[:16]}")
     n_hidden = int(counts[0])
+    if n_hidden == 0:
+        raise ValueError("the mask hides no token: pre-training and interpolation need at least one hidden "
+                         "token to reconstruct")
     if n_hidden == N:
         raise ValueError("the mask hides every token: at least one must stay visible")
     return n_hidden

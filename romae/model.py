@@ -15,6 +15,9 @@ Every forward returns (output, loss), the contract of `romae.train.fit`.
 
 from __future__ import annotations
 
+import dataclasses
+from pathlib import Path
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -31,6 +34,22 @@ def _require(ok: Tensor, message, detail=lambda: "") -> None:
         torch._assert_async(ok, message)
     elif not bool(ok):
         raise ValueError(message + detail())
+
+
+def _reject_unknown(model: nn.Module, unknown: dict, accepted: tuple[str, ...]) -> None:
+    """A batch key the model does not take is an error (a typo such as padding_mask= would otherwise
+    silently drop the padding)."""
+    if unknown:
+        raise TypeError(f"{type(model).__name__} got unexpected batch key(s) {sorted(unknown)}; it accepts "
+                        f"{', '.join(accepted)}")
+
+
+def _first_bad(bad: Tensor, x: Tensor) -> str:
+    """Detail of the first non-finite real token: bad [B, N] bool, x [B, N, ...]."""
+    b, n = bad.nonzero()[0].tolist()
+    v = x[b, n][~torch.isfinite(x[b, n])][0].item()
+    return (f", found {v} in sample {b}, token {n} (real, non-padded tokens must be finite: mark a missing "
+            "observation as padding, pad_mask=True, or build the batch with romae.from_sequences)")
 
 
 # ----------------------------------------------------------------------------- building blocks
@@ -154,6 +173,23 @@ def init_trunc_normal(module: nn.Module) -> None:
 
 # ----------------------------------------------------------------------------- the models
 
+def prediction_config(base: RoMAEConfig, *, n_outputs: int, dropout: float | None = None,
+                      drop_path: float | None = None, **overrides) -> RoMAEConfig:
+    """The config of a classifier / regressor built on the encoder of `base` (a pre-training config).
+
+    Keeps the positional set-up and encoder size; `dropout` / `drop_path` go to the encoder; other
+    RoMAEConfig fields (head, task, label_smoothing, head_dropout, init) may be overridden. The head
+    defaults to [CLS] with a [CLS] token, else the padding-aware mean.
+    """
+    unknown = set(overrides) - {f.name for f in dataclasses.fields(RoMAEConfig)}
+    if unknown:
+        raise TypeError(f"unknown RoMAEConfig field(s) {sorted(unknown)}")
+    enc = {k: v for k, v in (("dropout", dropout), ("drop_path", drop_path)) if v is not None}
+    overrides.setdefault("head", "cls" if base.use_cls else "mean")
+    return dataclasses.replace(base, n_outputs=n_outputs, encoder=dataclasses.replace(base.encoder, **enc),
+                               **overrides)
+
+
 class RoMAETrunk(nn.Module):
     """Patch embedding, [CLS] and encoder, shared by pre-training and prediction models."""
 
@@ -172,17 +208,29 @@ class RoMAETrunk(nn.Module):
                              if cfg.pos_encoding == "absolute" else None, persistent=False)
         self.encoder = Encoder(cfg.encoder, cfg.n_axes, cfg.pos_encoding, cfg.p, cfg.rope_base)
 
-    def check_inputs(self, values: Tensor, positions: Tensor, pad_mask: Tensor | None) -> None:
-        """Clear errors for malformed inputs, each naming the offending value."""
+    def prepare_inputs(self, values: Tensor, positions: Tensor, pad_mask: Tensor | None,
+                       **others: Tensor | None) -> tuple[Tensor, Tensor]:
+        """Check a batch and return (values, positions) ready for the model; errors name the bad value.
+
+        Values of other dtypes (float64, integers) are cast to the model's dtype. Non-finite values or
+        positions in real tokens are refused (naming the sample); in padded slots they are ignored: the
+        slots are zeroed, so padding never changes real tokens' outputs. `others` (mask, labels) must
+        agree with values on the batch size.
+        """
+        if not torch.is_tensor(values):
+            raise TypeError(f"values must be a torch.Tensor [B, N, token_dim], got {type(values).__name__}")
         if values.dim() != 3 or values.shape[-1] != self.cfg.token_dim:
             raise ValueError(f"values must be [B, N, token_dim={self.cfg.token_dim}], got "
                              f"{tuple(values.shape)}")
         B, N, _ = values.shape
+        if B == 0 or N == 0:
+            raise ValueError(f"empty batch: values has shape {tuple(values.shape)}")
         check_positions(positions, self.cfg.n_axes, N, check_finite=False)
-        if positions.is_floating_point():
-            finite = torch.isfinite(positions)
-            _require(finite.all(), "positions must be finite",
-                     lambda: f", found {positions[~finite][0].item()} in sample {int((~finite).nonzero()[0, 0])}")
+        sizes = {"positions": positions.shape[0], **{k: v.shape[0] for k, v in
+                                                     dict(pad_mask=pad_mask, **others).items() if v is not None}}
+        if any(b != B for b in sizes.values()):
+            raise ValueError(f"batch sizes disagree: values has {B} samples, "
+                             + ", ".join(f"{k} {b}" for k, b in sizes.items()))
         if pad_mask is not None:
             if pad_mask.dtype != torch.bool or tuple(pad_mask.shape) != (B, N):
                 raise ValueError(f"pad_mask must be a bool tensor [{B}, {N}], got {pad_mask.dtype} "
@@ -190,6 +238,20 @@ class RoMAETrunk(nn.Module):
             empty = pad_mask.all(dim=1)
             _require(~empty.any(), "a sample of the batch is all padding",
                      lambda: f": sample {int(empty.nonzero()[0, 0])}")
+        dtype = self.embed.weight.dtype
+        if values.dtype != dtype:  # float64, integers, bool -> the model's dtype
+            values = values.to(dtype)
+        if not positions.is_floating_point():
+            positions = positions.float()
+        for name, x in (("values", values), ("positions", positions.transpose(1, 2))):  # x: [B, N, ...]
+            bad = ~torch.isfinite(x).all(-1)
+            if pad_mask is not None:
+                bad = bad & ~pad_mask
+            _require(~bad.any(), f"{name} must be finite", lambda bad=bad, x=x: _first_bad(bad, x))
+        if pad_mask is not None:  # padded slots may hold anything (NaN, inf): never let them in
+            values = values.masked_fill(pad_mask.unsqueeze(-1), 0.0)
+            positions = positions.masked_fill(pad_mask.unsqueeze(1), 0)
+        return values, positions
 
     def add_absolute(self, x: Tensor, positions: Tensor, token_idx: Tensor, table: Tensor | None) -> Tensor:
         """Add the absolute baseline (if enabled) to tokens x [B, M, d] at original indices token_idx [B, M]."""
@@ -281,15 +343,22 @@ class RoMAEForPreTraining(RoMAETrunk):
         denom = err.numel() if self.cfg.loss_counts_padding else real.sum().clamp(min=1)
         return (err * real).sum() / denom
 
+    ACCEPTS = ("values", "positions", "mask", "pad_mask", "labels")
+
     def forward(self, values: Tensor, positions: Tensor, mask: Tensor | None = None,
-                pad_mask: Tensor | None = None, **_) -> tuple[Tensor, Tensor]:
+                pad_mask: Tensor | None = None, labels: Tensor | None = None, **unknown) -> tuple[Tensor, Tensor]:
         """-> (pred [B, N_hid, token_dim] for the hidden tokens in original order, loss).
 
         Without `mask`, a uniform random mask hides cfg.mask_ratio of the tokens. `values[mask] = pred`
         puts the predictions back in place (hidden tokens keep their batch-major, token order).
+        `labels` are accepted and ignored (pre-training is self-supervised), so a labelled dataset can
+        be used for pre-training as it is.
         """
-        self.check_inputs(values, positions, pad_mask)
+        _reject_unknown(self, unknown, self.ACCEPTS)
+        values, positions = self.prepare_inputs(values, positions, pad_mask, mask=mask, labels=labels)
         B, N, _ = values.shape
+        if N < 2:
+            raise ValueError(f"pre-training needs at least 2 tokens per sample (one visible, one hidden), got N={N}")
         if mask is None:
             mask = random_mask(B, N, self.cfg.mask_ratio, pad_mask, device=values.device)
         else:
@@ -316,10 +385,13 @@ class RoMAEForPrediction(RoMAETrunk):
         if cfg.init in (None, "trunc_normal"):  # authors: truncated normal 0.02 when fine-tuning
             init_trunc_normal(self)
 
+    ACCEPTS = ("values", "positions", "labels", "pad_mask")
+
     def forward(self, values: Tensor, positions: Tensor, labels: Tensor | None = None,
-                pad_mask: Tensor | None = None, **_) -> tuple[Tensor, Tensor | None]:
+                pad_mask: Tensor | None = None, **unknown) -> tuple[Tensor, Tensor | None]:
         """-> (outputs, loss). outputs: [B, n_outputs], or [B, N, n_outputs] for head='tokens'."""
-        self.check_inputs(values, positions, pad_mask)
+        _reject_unknown(self, unknown, self.ACCEPTS)
+        values, positions = self.prepare_inputs(values, positions, pad_mask, labels=labels)
         x, _, _ = self.encode(values, positions, pad_mask)
         tokens = x[:, 1:] if self.cls_token is not None else x
         if self.cfg.head == "cls":
@@ -333,14 +405,62 @@ class RoMAEForPrediction(RoMAETrunk):
 
     def loss(self, out: Tensor, labels: Tensor, pad_mask: Tensor | None = None) -> Tensor:
         """Cross-entropy (PyTorch label smoothing) or MSE; per-token losses ignore padding."""
+        if not torch.is_tensor(labels):
+            raise TypeError(f"labels must be a torch.Tensor, got {type(labels).__name__}")
         if self.cfg.task == "classification":
-            return F.cross_entropy(out.reshape(-1, out.shape[-1]).float(), labels.reshape(-1),
-                                   label_smoothing=self.cfg.label_smoothing)
+            logits = out.reshape(-1, out.shape[-1]).float()
+            if labels.is_floating_point() and labels.shape == out.shape:  # class probabilities
+                return F.cross_entropy(logits, labels.reshape(logits.shape).float(),
+                                       label_smoothing=self.cfg.label_smoothing)
+            if labels.is_floating_point() or labels.is_complex():
+                raise ValueError(f"classification labels must be integer class indices {list(out.shape[:-1])} "
+                                 f"(or class probabilities {list(out.shape)}), got {labels.dtype} "
+                                 f"{list(labels.shape)}")
+            target = labels.reshape(-1).long()
+            if target.numel() != logits.shape[0]:
+                raise ValueError(f"{target.numel()} labels for {logits.shape[0]} outputs")
+            bad = (target < 0) | (target >= self.cfg.n_outputs)
+            if self.cfg.head == "tokens" and pad_mask is not None:  # -100 etc. at padded tokens: ignored
+                bad = bad & ~pad_mask.reshape(-1)
+                target = target.masked_fill(pad_mask.reshape(-1), -100)
+            _require(~bad.any(), f"class labels must lie in [0, n_outputs={self.cfg.n_outputs})",
+                     lambda: f", found {target[bad][0].item()}")
+            return F.cross_entropy(logits, target, label_smoothing=self.cfg.label_smoothing)
+        if labels.numel() != out.numel():
+            raise ValueError(f"regression labels must have {list(out.shape)} entries, got {list(labels.shape)}")
         err = (out.float() - labels.reshape(out.shape).float()).pow(2)
         if self.cfg.head == "tokens" and pad_mask is not None:
             real = (~pad_mask).unsqueeze(-1).float()
             return (err * real).sum() / (real.sum() * err.shape[-1])
         return err.mean()
+
+    @classmethod
+    def from_pretrained(cls, pretrained: "nn.Module | str | Path", *, n_outputs: int, embedding: bool = False,
+                        dropout: float | None = None, drop_path: float | None = None,
+                        **overrides) -> "RoMAEForPrediction":
+        """A classifier / regressor whose encoder blocks and [CLS] come from a pre-training model.
+
+        `pretrained`: a RoMAEForPreTraining, or a checkpoint folder written by `fit(out_dir=...)`. The
+        positional set-up (token_dim, axes, encoding, p, [CLS]) and the encoder size are taken from it;
+        `dropout` / `drop_path` set the encoder's (Table 12's "dropout / stochastic depth"), and any
+        other RoMAEConfig field (head, task, label_smoothing, head_dropout, ...) can be overridden.
+        The patch embedding is re-initialised unless `embedding=True` (as the authors).
+        """
+        if isinstance(pretrained, nn.Module):
+            if not isinstance(getattr(pretrained, "cfg", None), RoMAEConfig):
+                raise TypeError(f"{type(pretrained).__name__} is not a RoMAE model (no RoMAEConfig .cfg)")
+            base, state = pretrained.cfg, pretrained.state_dict()
+        else:
+            from .train import load_state, read_config  # train imports nothing from here at module level
+
+            saved = read_config(pretrained)
+            base = RoMAEConfig.from_dict({f.name: saved[f.name] for f in dataclasses.fields(RoMAEConfig)
+                                          if f.name in saved})
+            state = load_state(pretrained)
+        cfg = prediction_config(base, n_outputs=n_outputs, dropout=dropout, drop_path=drop_path, **overrides)
+        model = cls(cfg)
+        model.load_encoder(state, embedding=embedding)
+        return model
 
     def load_encoder(self, pretrained: dict[str, Tensor] | nn.Module, embedding: bool = False) -> list[str]:
         """Copy encoder blocks and [CLS] (and the patch embedding if `embedding`) from a pre-training model.

@@ -20,6 +20,7 @@ import math
 import random
 import shutil
 import time
+import warnings
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -160,10 +161,14 @@ def _checkpoint_file(path: str | Path, name: str) -> Path:
     raise FileNotFoundError(f"no {name} at {path} (nor in {path / 'checkpoint'})")
 
 
+def load_state(path: str | Path) -> dict[str, torch.Tensor]:
+    """The weights of a checkpoint (a checkpoint folder, a run's out_dir, or the .safetensors file)."""
+    return load_file(_checkpoint_file(path, "model.safetensors"), device="cpu")
+
+
 def load_checkpoint(model: torch.nn.Module, path: str | Path, strict: bool = True):
     """Load model.safetensors into `model`; returns load_state_dict's (missing_keys, unexpected_keys)."""
-    state = load_file(_checkpoint_file(path, "model.safetensors"), device="cpu")
-    return model.load_state_dict(state, strict=strict)  # copies onto the parameters' own device
+    return model.load_state_dict(load_state(path), strict=strict)  # copies onto the parameters' own device
 
 
 def read_config(path: str | Path) -> dict:
@@ -218,24 +223,77 @@ def _train_step(model, optimizer, scheduler, batch: dict, accelerator, params: l
     return value, grad_norm.detach().float()
 
 
+def _batches(data, batch_size: int, rank: int = 0, n_proc: int = 1):
+    """Whole batches of `data` in order, dealt round-robin to processes: yields (idx, batch dict)."""
+    for start in range(rank * batch_size, len(data), batch_size * n_proc):
+        idx = torch.arange(start, min(start + batch_size, len(data)))
+        yield idx, _fetch(data, idx)
+
+
+def _model_keys(model, batch: dict) -> dict:
+    """The batch entries the model's forward takes (its ACCEPTS), or all of them."""
+    accepts = getattr(model, "ACCEPTS", None)
+    return batch if accepts is None else {k: v for k, v in batch.items() if k in accepts}
+
+
 @torch.no_grad()
-def _evaluate(model, data, batch_size: int, accelerator) -> float:
-    """Mean loss over `data`, weighted by batch size; whole batches are dealt round-robin to processes."""
+def _evaluate(model, data, batch_size: int, accelerator, metrics: dict | None = None) -> dict:
+    """{"val_loss": mean loss over `data` weighted by batch size, **metrics}; whole batches are dealt
+    round-robin to processes. Metrics see all outputs and labels (gathered from every process)."""
     model.eval()
     n_proc, sums = accelerator.num_processes, torch.zeros(2, dtype=torch.float64, device=accelerator.device)
-    for start in range(accelerator.process_index * batch_size, len(data), batch_size * n_proc):
-        idx = torch.arange(start, min(start + batch_size, len(data)))
-        _, loss = model(**_to_device(_fetch(data, idx), accelerator.device))
+    outputs, labels = [], []
+    for idx, batch in _batches(data, batch_size, accelerator.process_index, n_proc):
+        out, loss = model(**_to_device(batch, accelerator.device))
         sums += torch.stack([loss.detach().double() * len(idx), sums.new_tensor(len(idx))])
+        if metrics:
+            outputs.append(out.detach().float().cpu())
+            labels.append(batch["labels"].cpu())
     if n_proc > 1:
         sums = accelerator.reduce(sums, reduction="sum")
+    row = {"val_loss": (sums[0] / sums[1]).item()}
+    if metrics:
+        if n_proc > 1:
+            parts = gather_object([(outputs, labels)])
+            outputs, labels = [o for p in parts for o in p[0]], [y for p in parts for y in p[1]]
+        y_pred, y_true = torch.cat(outputs), torch.cat(labels)
+        row.update({name: float(fn(y_true, y_pred)) for name, fn in metrics.items()})
     model.train()
-    return (sums[0] / sums[1]).item()
+    return row
+
+
+@torch.no_grad()
+def predict(model: torch.nn.Module, data, batch_size: int = 256, device: str | torch.device | None = None,
+            progress: bool | None = None) -> torch.Tensor:
+    """Outputs of `model` on every sample of `data`, in order, on the CPU: e.g. logits [n, n_classes].
+
+    Eval mode (no dropout), no gradients, batched; only the keys the model takes are passed (labels are
+    not needed), with padding masks. `device`: where to run (default: the model's). The model's mode is
+    restored afterwards. A progress bar shows for more than 20 batches unless `progress=False`.
+    """
+    if len(data) == 0:
+        raise ValueError("predict: the dataset is empty")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    dev = torch.device(device) if device is not None else next(model.parameters()).device
+    was_training = model.training
+    model.to(dev).eval()
+    n_batches = math.ceil(len(data) / batch_size)
+    show = n_batches > 20 if progress is None else progress
+    outs = []
+    try:
+        for _, batch in tqdm(_batches(data, batch_size), total=n_batches, disable=not show, desc="predict"):
+            batch = _to_device({k: v for k, v in _model_keys(model, batch).items() if k != "labels"}, dev)
+            outs.append(model(**batch)[0].float().cpu())
+    finally:
+        model.train(was_training)
+    return torch.cat(outs)
 
 
 def fit(model: torch.nn.Module, train_data, cfg: TrainConfig, *, val_data=None,
         out_dir: str | Path | None = None, resume: bool = True, config: dict | None = None,
-        callback=None, device: str | None = None, max_steps: int | None = None) -> FitResult:
+        callback=None, device: str | None = None, max_steps: int | None = None,
+        metrics=()) -> FitResult:
     """Train `model` on `train_data` as `cfg` says; checkpoints, history.jsonl go to `out_dir`.
 
     `model(**batch)` -> (output, loss: scalar). Steps per epoch = ceil(len / (batch_size * processes));
@@ -244,7 +302,16 @@ def fit(model: torch.nn.Module, train_data, cfg: TrainConfig, *, val_data=None,
     `out_dir/checkpoint`, training continues from it (or returns at once if it is already done).
     `config` (the model's resolved config) is saved in config.json; `callback(row, model)` sees each
     validation row on the main process. `device="cpu"` forces the CPU; None lets Accelerate choose.
+    `metrics`: names from `romae.metrics.METRICS` ("accuracy", "macro_f1", "mse") or {name: fn(y_true,
+    y_pred)}; each validation row then holds them beside val_loss (val_data needs labels).
     """
+    from .metrics import resolve_metrics  # metrics imports nothing from here
+
+    metric_fns = resolve_metrics(metrics)
+    if metric_fns and val_data is None:
+        raise ValueError(f"metrics {list(metric_fns)} are computed on validation data: pass val_data=")
+    if len(train_data) == 0:
+        raise ValueError("fit: the training dataset is empty")
     _seed_everything(cfg.seed)
     # AcceleratorState is a process-wide singleton that refuses a second precision; reset it (the
     # process group, in PartialState, stays) so successive fits in one process may differ in bf16.
@@ -255,11 +322,15 @@ def fit(model: torch.nn.Module, train_data, cfg: TrainConfig, *, val_data=None,
     steps_per_epoch = math.ceil(len(train_data) / (cfg.batch_size * n_proc))
     total_steps = steps_per_epoch * cfg.epochs
     stop = total_steps if max_steps is None else min(max_steps, total_steps)
+    warmup = cfg.warmup(total_steps)
+    if warmup >= total_steps and total_steps > 1:
+        warnings.warn(f"warm-up ({warmup} steps) is not shorter than the whole run ({total_steps} steps): the "
+                      f"learning rate never reaches lr={cfg.lr} and never decays; set warmup_fraction (e.g. 0.1) "
+                      "or fewer warmup_steps", stacklevel=2)
 
     optimizer = _make_optimizer(model.parameters(), cfg)
     # Stepped by us once per optimiser step, so it is not prepared: Accelerate would step it per process.
-    scheduler = LambdaLR(optimizer, partial(_lr_factor, total_steps=total_steps,
-                                            warmup_steps=cfg.warmup_steps))
+    scheduler = LambdaLR(optimizer, partial(_lr_factor, total_steps=total_steps, warmup_steps=warmup))
     model, optimizer = accelerator.prepare(model, optimizer)  # not the data: we shard it ourselves
     inner = accelerator.unwrap_model(model)  # keeps the autocast wrapper, for evaluation and saving
 
@@ -331,7 +402,7 @@ def fit(model: torch.nn.Module, train_data, cfg: TrainConfig, *, val_data=None,
             due = step % cfg.eval_every == 0 if cfg.eval_every else step % steps_per_epoch == 0
             if val_data is not None and (due or step == total_steps):
                 row = {"step": step, "epoch": ep,
-                       "val_loss": _evaluate(inner, val_data, cfg.batch_size, accelerator)}
+                       **_evaluate(inner, val_data, cfg.batch_size, accelerator, metric_fns)}
                 log(row)
                 if callback is not None and main:
                     callback(row, inner)
@@ -351,26 +422,34 @@ def fit(model: torch.nn.Module, train_data, cfg: TrainConfig, *, val_data=None,
 
 
 def fit_cached(name: str, model_cls, model_cfg, data, cfg: TrainConfig, key: dict, *, seed: int,
-               cache_dir=None, refresh: bool = False, checkpoints: bool = False) -> dict:
+               cache_dir=None, refresh: bool = False, checkpoints: bool = False,
+               pretrained: dict | None = None, **fit_kwargs) -> dict:
     """Train `model_cls(model_cfg)` on `data` (an ArrayDataset or a dict of tensors), or load the result
-    from the results cache -> {state_dict, history, steps, seconds}.
+    from the results cache -> {state_dict, history, steps, seconds, run_id}.
 
     `key` names the data (and anything else that changes the model); the model and training configs
     are added to it, minus the progress bar. `checkpoints`: keep checkpoints and history.jsonl in
     <repo>/runs/<name>-<hash>/ so an interrupted run resumes; `refresh` retrains from scratch.
+    `pretrained`: encoder weights loaded with `model.load_encoder` before training (the key must name
+    them, e.g. by the pre-training's cache key). Other keywords (val_data, metrics) go to `fit`.
     """
     from .cache import cached, config_hash  # the cache module is independent of training
 
-    key = dict(key, model=model_cfg.to_dict(), train={k: v for k, v in cfg.to_dict().items() if k != "progress"})
-    out_dir = Path(__file__).resolve().parents[1] / "runs" / f"{name}-{config_hash(key)}" if checkpoints else None
+    key = dict(key, model=model_cfg.to_dict(), train={k: v for k, v in cfg.to_dict().items() if k != "progress"},
+               init_seed=seed)
+    run_id = f"{name}-{config_hash(key)}"
+    out_dir = Path(__file__).resolve().parents[1] / "runs" / run_id if checkpoints else None
 
     def compute():
         torch.manual_seed(seed)  # model initialisation
         model = model_cls(model_cfg)
+        if pretrained is not None:
+            model.load_encoder(pretrained)
         t0 = time.perf_counter()
         data_ = data if isinstance(data, ArrayDataset) else ArrayDataset(**data)
-        res = fit(model, data_, cfg, out_dir=out_dir, config=model_cfg, resume=not refresh)
+        res = fit(model, data_, cfg, out_dir=out_dir, config=model_cfg, resume=not refresh, **fit_kwargs)
         return dict(state_dict={k: v.detach().cpu() for k, v in res.model.state_dict().items()},
                     history=res.history, steps=res.steps, seconds=time.perf_counter() - t0)
 
-    return cached(name, key, compute, cache_dir=cache_dir, refresh=refresh)
+    # run_id names this result: a later stage that starts from it (fine-tuning) puts it in its own key
+    return {**cached(name, key, compute, cache_dir=cache_dir, refresh=refresh), "run_id": run_id}

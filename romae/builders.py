@@ -1,0 +1,331 @@
+"""Builders: a user's own series or tables -> RoMAE tokens (values, positions, pad_mask, labels).
+
+    train = from_sequences(train_series, times=train_times, labels=train_labels)   # fits the standardiser
+    test = from_sequences(test_series, times=test_times, labels=test_labels, like=train)
+    obs = from_long(df, id="patient", time="hours", variable="signal", value="reading")
+
+`from_sequences` makes one token per time step holding all channels (the paper's UEA set-up, 1-D
+positions = the time of each step). `from_long` makes one token per observation of a long table, with
+2-D positions (time, variable index) (the paper's PhysioNet and ELAsTiCC set-up). Both pad to the
+longest sample with `pad_mask` (True = padding), standardise with statistics of the *training* data
+only (scikit-learn's fit/transform habit: pass `like=train` to transform test data the same way, with
+the same classes and variables), and return a `TokenDataset`, which `romae.train.fit` and
+`romae.train.predict` take as it is.
+
+Missing values are NaN. A time step whose channels are all NaN is not an observation: it is dropped and
+the remaining steps keep their true times as positions. A step with only some channels missing is
+filled: by linear interpolation in time within the sample (nearest value at the edges; ContiFormer's
+preprocessing for the UEA archive), or with the training mean (`fill="mean"`); a channel a sample never
+observes gets the training mean. Infinite values are refused, naming the sample.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from safetensors.torch import load_file, save_file
+
+from .train import ArrayDataset
+
+
+@dataclasses.dataclass
+class Standardizer:
+    """Per-channel (from_sequences) or per-variable-and-channel (from_long) mean and std of real tokens.
+
+    mean, std: [C] (by="channel") or [n_variables, C] (by="variable": the row is picked by the token's
+    variable index, positions axis 1). Fitted on training data only; a constant channel gets std 1.
+    """
+
+    mean: np.ndarray
+    std: np.ndarray
+    by: str = "channel"
+
+    def __post_init__(self):
+        self.mean = np.asarray(self.mean, dtype=np.float64)
+        self.std = np.asarray(self.std, dtype=np.float64)
+        if self.by not in ("channel", "variable"):
+            raise ValueError(f"by must be 'channel' or 'variable', got {self.by!r}")
+
+    def _rows(self, variable: torch.Tensor | None):
+        mean, std = torch.as_tensor(self.mean, dtype=torch.float32), torch.as_tensor(self.std, dtype=torch.float32)
+        if self.by == "variable":  # [B, N] indices -> [B, N, C]
+            return mean[variable], std[variable]
+        return mean, std
+
+    def transform(self, values: torch.Tensor, variable: torch.Tensor | None = None) -> torch.Tensor:
+        """values [B, N, C] (variable [B, N] long for by='variable') -> standardised values."""
+        mean, std = self._rows(variable)
+        return (values - mean) / std
+
+    def inverse_transform(self, values: torch.Tensor, variable: torch.Tensor | None = None) -> torch.Tensor:
+        """Back to the original units (e.g. for predictions of a pre-training model)."""
+        mean, std = self._rows(variable)
+        return values * std + mean
+
+    def to_dict(self) -> dict:
+        return dict(mean=self.mean.tolist(), std=self.std.tolist(), by=self.by)
+
+
+class TokenDataset(ArrayDataset):
+    """Tokens with what built them: values [B, N, C], positions [B, A, N], pad_mask [B, N], labels [B].
+
+    Attributes: `standardizer` (or None), `classes` (class names, index = label), `variables`
+    (from_long: names, index = the position on axis 1), `ids` (sample ids, in order).
+    """
+
+    def __init__(self, *, standardizer: Standardizer | None = None, classes: list | None = None,
+                 variables: list | None = None, ids: list | None = None, **tensors):
+        super().__init__(**tensors)
+        self.standardizer, self.classes, self.variables, self.ids = standardizer, classes, variables, ids
+
+    @property
+    def token_dim(self) -> int:
+        return self.tensors["values"].shape[-1]
+
+    @property
+    def n_axes(self) -> int:
+        return self.tensors["positions"].shape[1]
+
+    @property
+    def n_classes(self) -> int | None:
+        return None if self.classes is None else len(self.classes)
+
+    def _meta(self) -> dict:
+        return dict(standardizer=None if self.standardizer is None else self.standardizer.to_dict(),
+                    classes=self.classes, variables=self.variables, ids=self.ids)
+
+    def subset(self, idx) -> "TokenDataset":
+        """The samples `idx` (indices or a boolean mask), with the same standardiser, classes, variables."""
+        idx = torch.as_tensor(idx)
+        idx = idx.nonzero().flatten() if idx.dtype == torch.bool else idx.long()
+        ids = None if self.ids is None else [self.ids[i] for i in idx.tolist()]
+        return TokenDataset(**{**self._meta(), "standardizer": self.standardizer, "ids": ids},
+                            **{k: t[idx] for k, t in self.tensors.items()})
+
+    def save(self, path: str | Path) -> Path:
+        """Write <path>.safetensors (tensors) and <path>.json (standardiser, classes, variables, ids)."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        save_file({k: v.contiguous() for k, v in self.tensors.items()}, str(path.with_suffix(".safetensors")))
+        path.with_suffix(".json").write_text(json.dumps(self._meta(), default=str))
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> "TokenDataset":
+        path = Path(path)
+        meta = json.loads(path.with_suffix(".json").read_text())
+        std = meta.pop("standardizer")
+        return cls(standardizer=None if std is None else Standardizer(**std), **meta,
+                   **load_file(str(path.with_suffix(".safetensors"))))
+
+    def __repr__(self) -> str:
+        shapes = ", ".join(f"{k} {list(v.shape)}" for k, v in self.tensors.items())
+        extra = f", {len(self.classes)} classes" if self.classes is not None else ""
+        return f"TokenDataset({len(self)} samples: {shapes}{extra})"
+
+
+# ----------------------------------------------------------------------------- shared pieces
+
+def _encode_labels(labels, classes: list | None, n: int) -> tuple[torch.Tensor | None, list | None]:
+    """Labels -> (tensor, classes). Floats are regression targets; anything else (str, int, bool) is a
+    class whose index in `classes` (default: the sorted distinct labels) becomes the label."""
+    if labels is None:
+        return None, classes
+    arr = np.asarray(labels)
+    if len(arr) != n:
+        raise ValueError(f"labels has {len(arr)} entries for {n} samples")
+    if arr.dtype.kind == "f" and classes is None:
+        if not np.isfinite(arr).all():
+            raise ValueError(f"regression labels must be finite; sample {int(np.flatnonzero(~np.isfinite(arr.reshape(n, -1).all(1)))[0])} is not")
+        return torch.as_tensor(arr, dtype=torch.float32), None
+    if classes is None:
+        classes = sorted(set(arr.tolist()), key=lambda c: (str(type(c)), c))
+    index = {c: i for i, c in enumerate(classes)}
+    unknown = sorted({str(c) for c in arr.tolist() if c not in index})
+    if unknown:
+        raise ValueError(f"labels {unknown[:10]} are not among the classes {list(classes)[:20]}")
+    return torch.tensor([index[c] for c in arr.tolist()], dtype=torch.long), list(classes)
+
+
+def _fill_partial(x: np.ndarray, t: np.ndarray, fill: str) -> np.ndarray:
+    """Fill NaN entries of x [T, C] (no all-NaN row left) per channel: linear interpolation over t with
+    the nearest value at the edges, or NaN kept for fill='mean' (filled with the mean after scaling)."""
+    if fill == "mean" or not np.isnan(x).any():
+        return x
+    x = x.copy()
+    for c in np.flatnonzero(np.isnan(x).any(0)):
+        ok = ~np.isnan(x[:, c])
+        if ok.any():  # a channel never observed in this sample stays NaN -> training mean
+            x[~ok, c] = np.interp(t[~ok], t[ok], x[ok, c])
+    return x
+
+
+def _pad(samples: list[np.ndarray], width: int) -> tuple[np.ndarray, np.ndarray]:
+    """Right-pad [n_i, width] arrays -> ([B, N, width] zeros at padding, pad_mask [B, N])."""
+    N = max(len(s) for s in samples)
+    out = np.zeros((len(samples), N, width), dtype=np.float64)
+    pad = np.ones((len(samples), N), dtype=bool)
+    for i, s in enumerate(samples):
+        out[i, : len(s)] = s
+        pad[i, : len(s)] = False
+    return out, pad
+
+
+def _check_like(like, standardize):
+    if like is not None and not isinstance(like, TokenDataset):
+        raise TypeError(f"like= must be the TokenDataset built from the training data, got {type(like).__name__}")
+    if standardize not in (True, False):
+        raise ValueError(f"standardize must be True or False, got {standardize!r}")
+
+
+# ----------------------------------------------------------------------------- builders
+
+def from_sequences(values: Sequence, times: Sequence | None = None, labels=None, *, like: TokenDataset | None = None,
+                   standardize: bool = True, fill: str = "interpolate", time_scale: float = 1.0,
+                   classes: list | None = None) -> TokenDataset:
+    """Per-sample arrays [T_i, C] (lengths may differ, NaN = missing) -> TokenDataset, one token per step.
+
+    times: per-sample real times [T_i] (default: the step index 0..T_i-1), multiplied by `time_scale`.
+    labels: one per sample (class names or ids -> class indices; floats -> regression targets).
+    like: the training TokenDataset: reuse its standardiser and classes (for test or new data); without
+    it, the standardiser is fitted here (per-channel mean/std over the real, observed values).
+    fill: 'interpolate' (linear in time within the sample) or 'mean' for partly missing steps.
+    -> values [B, N, C] float32, positions [B, 1, N], pad_mask [B, N], labels [B] (if given).
+    """
+    _check_like(like, standardize)
+    if fill not in ("interpolate", "mean"):
+        raise ValueError(f"fill must be 'interpolate' or 'mean', got {fill!r}")
+    if len(values) == 0:
+        raise ValueError("values is empty: no samples to build")
+    if times is not None and len(times) != len(values):
+        raise ValueError(f"times has {len(times)} entries for {len(values)} samples")
+    rows, stamps, C = [], [], None
+    for i, v in enumerate(values):
+        x = np.asarray(v, dtype=np.float64)
+        x = x[:, None] if x.ndim == 1 else x  # a univariate series [T] -> [T, 1]
+        if x.ndim != 2:
+            raise ValueError(f"sample {i}: expected an array [T, C], got shape {np.shape(v)}")
+        if C is None:
+            C = x.shape[1]
+        if x.shape[1] != C:
+            raise ValueError(f"sample {i} has {x.shape[1]} channels, sample 0 has {C}")
+        if np.isinf(x).any():
+            raise ValueError(f"sample {i} holds an infinite value (at step {int(np.argwhere(np.isinf(x))[0, 0])}); "
+                             "use NaN for a missing value")
+        t = np.arange(len(x), dtype=np.float64) if times is None else np.asarray(times[i], dtype=np.float64)
+        if t.shape != (len(x),):
+            raise ValueError(f"sample {i}: times has shape {t.shape}, values {x.shape[0]} steps")
+        if not np.isfinite(t).all():
+            raise ValueError(f"sample {i}: times must be finite")
+        keep = ~np.isnan(x).all(1)  # an all-NaN step is no observation
+        if not keep.any():
+            raise ValueError(f"sample {i} has no observed value")
+        rows.append(_fill_partial(x[keep], t[keep], fill))
+        stamps.append(t[keep] * time_scale)
+    if like is not None and like.token_dim != C:
+        raise ValueError(f"these series have {C} channels, the training data {like.token_dim}")
+    vals, pad = _pad(rows, C)
+    pos, _ = _pad([s[:, None] for s in stamps], 1)
+    real = ~pad
+    scaler = like.standardizer if like is not None else None
+    if scaler is None and standardize and like is None:
+        obs = vals[real]  # [n_real, C], NaN where missing
+        std = np.nanstd(obs, axis=0)
+        scaler = Standardizer(np.nan_to_num(np.nanmean(obs, axis=0)), np.where((std > 0) & np.isfinite(std), std, 1.0))
+    v = torch.as_tensor(vals, dtype=torch.float32)
+    if scaler is not None:
+        v = scaler.transform(v)
+    v = torch.nan_to_num(v, nan=0.0)  # remaining gaps (fill='mean', never-observed channels): the mean
+    v[torch.as_tensor(pad)] = 0.0
+    y, classes = _encode_labels(labels, like.classes if like is not None else classes, len(rows))
+    tensors = dict(values=v, positions=torch.as_tensor(pos[..., 0][:, None, :], dtype=torch.float32),
+                   pad_mask=torch.as_tensor(pad))
+    if y is not None:
+        tensors["labels"] = y
+    return TokenDataset(standardizer=scaler, classes=classes, ids=list(range(len(rows))), **tensors)
+
+
+def from_long(df: pd.DataFrame, *, id: str, time: str, variable: str, value: str | Sequence[str],
+              label: str | None = None, like: TokenDataset | None = None, standardize: bool = True,
+              time_scale: float = 1.0, variables: list | None = None, classes: list | None = None) -> TokenDataset:
+    """A long table (one row per observation) -> TokenDataset, one token per observation.
+
+    Each row's `value` column(s) form the token (several columns: e.g. flux and flux error, as one token
+    of width 2); positions are 2-D: (time x time_scale, variable index). Variable names map to a stable
+    index (`variables`, default: the sorted names), saved with the dataset; `like=train` reuses the
+    training data's variables, classes and per-variable standardiser. Rows whose values are all NaN are
+    not observations and are dropped; a row with only some value columns NaN is an error. Datetime times
+    become seconds since the sample's first observation. Tokens are ordered by (time, variable) within a
+    sample; samples by sorted id. `label`: a column constant within each id.
+    """
+    _check_like(like, standardize)
+    value_cols = [value] if isinstance(value, str) else list(value)
+    needed = [id, time, variable, *value_cols] + ([label] if label is not None else [])
+    missing = [c for c in needed if c not in df.columns]
+    if missing:
+        raise KeyError(f"columns {missing} are not in the table (it has {list(df.columns)})")
+    df = df[needed].copy()
+    vals = df[value_cols].to_numpy(dtype=np.float64)
+    if np.isinf(vals).any():
+        r = df.iloc[int(np.argwhere(np.isinf(vals))[0, 0])]
+        raise ValueError(f"infinite value for id {r[id]!r}, variable {r[variable]!r}, time {r[time]!r}")
+    nan = np.isnan(vals)
+    partial = nan.any(1) & ~nan.all(1)
+    if partial.any():
+        r = df.iloc[int(np.flatnonzero(partial)[0])]
+        raise ValueError(f"id {r[id]!r}, variable {r[variable]!r}, time {r[time]!r}: some of {value_cols} are "
+                         "NaN and some not; fill or drop them first")
+    df = df[~nan.all(1)]
+    if df.empty:
+        raise ValueError("the table has no observed value")
+    t = df[time]
+    if pd.api.types.is_datetime64_any_dtype(t) or pd.api.types.is_timedelta64_dtype(t):
+        t = (t - t.groupby(df[id]).transform("min")).dt.total_seconds()  # relative: float32-safe
+    df = df.assign(**{time: pd.to_numeric(t, errors="raise").astype(np.float64) * time_scale})
+    if not np.isfinite(df[time].to_numpy()).all():
+        raise ValueError(f"column {time!r} holds non-finite times")
+    variables = like.variables if like is not None else variables
+    if variables is None:
+        variables = sorted(df[variable].unique().tolist(), key=str)
+    var_index = {v: i for i, v in enumerate(variables)}
+    unknown = sorted({str(v) for v in df[variable].unique() if v not in var_index})
+    if unknown:
+        raise ValueError(f"variables {unknown[:10]} are not among the known variables {list(variables)[:20]}")
+    df = df.assign(_var=df[variable].map(var_index).astype(np.int64)).sort_values([id, time, "_var"], kind="stable")
+    groups = list(df.groupby(id, sort=True))
+    labels = None
+    if label is not None:
+        per_id = df.groupby(id, sort=True)[label].nunique(dropna=False)
+        if (per_id > 1).any():
+            raise ValueError(f"column {label!r} differs within id {per_id.index[per_id > 1][0]!r}: one label per id")
+        labels = df.groupby(id, sort=True)[label].first().to_numpy()
+    C = len(value_cols)
+    tok, _ = _pad([g[value_cols].to_numpy(np.float64) for _, g in groups], C)
+    pos, pad = _pad([g[[time, "_var"]].to_numpy(np.float64) for _, g in groups], 2)
+    var = torch.as_tensor(pos[..., 1], dtype=torch.long)
+    scaler = like.standardizer if like is not None else None
+    if scaler is None and standardize and like is None:
+        stats = df.groupby("_var")[value_cols].agg(["mean", "std"])
+        mean, std = np.zeros((len(variables), C)), np.ones((len(variables), C))
+        for j, col in enumerate(value_cols):
+            mean[stats.index, j] = stats[(col, "mean")].to_numpy()
+            s = stats[(col, "std")].to_numpy()
+            std[stats.index, j] = np.where(np.isfinite(s) & (s > 0), s, 1.0)
+        scaler = Standardizer(mean, std, by="variable")
+    v = torch.as_tensor(tok, dtype=torch.float32)
+    if scaler is not None:
+        v = scaler.transform(v, var)
+    v[torch.as_tensor(pad)] = 0.0
+    y, classes = _encode_labels(labels, like.classes if like is not None else classes, len(groups))
+    tensors = dict(values=v, positions=torch.as_tensor(pos, dtype=torch.float32).transpose(1, 2).contiguous(),
+                   pad_mask=torch.as_tensor(pad))
+    if y is not None:
+        tensors["labels"] = y
+    return TokenDataset(standardizer=scaler, classes=classes, variables=list(variables),
+                        ids=[k for k, _ in groups], **tensors)

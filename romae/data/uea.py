@@ -1,0 +1,316 @@
+"""UEA/UCR time-series archive: a reader for the `.ts` format and a loader for `<root>/uea/<name>/`.
+
+The paper's irregular-classification experiments (Table 6) use five multivariate UEA data sets,
+`TABLE6`. Each is a pair of files `<root>/uea/<name>/<name>_TRAIN.ts` and `<name>_TEST.ts`, where
+`<root>` is `root=` or $ROMAE_DATA (`files.data_root`).
+
+The `.ts` format (sktime/aeon): `#` lines are comments; header lines start with `@` (tags are
+case-insensitive) - `@problemName`, `@timeStamps`, `@missing`, `@univariate`, `@dimensions`,
+`@equalLength`, `@seriesLength`, `@classLabel true A B C` / `@classLabel false`, `@targetLabel` - and
+`@data` ends the header. Each later line is one case: dimensions separated by `:`, values within a
+dimension by `,`, `?` (or NaN) a missing value, and the class label (or regression target) as the last
+`:` field. With `@timeStamps true` a dimension is a list of `(time,value)` pairs. Decisions of ours:
+
+* A case is returned time-major, float64 `[T, C]` (the file is channel-major). Within a case, shorter
+  dimensions are padded at the end with NaN; with time stamps, dimensions are aligned on the sorted
+  union of their (numeric only) time stamps, NaN where a dimension was not observed.
+* Header claims are checked (number of dimensions, declared class labels, @equalLength/@seriesLength);
+  unknown `@` tags are ignored. Every error is a ValueError "<file> line <n>: <what was wrong>".
+
+Checksums: the archive publishes none. Before parsing, `load` checks the files against the constants in
+`KNOWN_SHA256` and against any `SHA256SUMS` in `<root>/uea/` (keys `<name>/<name>_TRAIN.ts`) or in
+`<root>/uea/<name>/` (keys `<name>_TRAIN.ts`). After `download=True` fetches and unpacks a zip we write
+`<root>/uea/<name>/SHA256SUMS` for the two files (trust on first use), so later loads detect any change.
+
+    from romae.data import uea
+    d = uea.load("BasicMotions")                  # or root="/path/to/data", download=True
+    x, y = d["train"].series[0], d["train"].labels[0]   # x: [100, 6] float64, y: "Standing"
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+import numpy as np
+
+from . import files
+
+URL = "http://www.timeseriesclassification.com/aeon-toolkit/{name}.zip"
+TABLE6 = ("BasicMotions", "CharacterTrajectories", "Epilepsy", "Heartbeat", "LSST")
+KNOWN_SHA256 = {  # keys relative to <root>/uea/
+    "BasicMotions/BasicMotions_TEST.ts": "79213102bc6fca1a398ad98ce1185dff0208fa3d1465e687f48288946b0ff8dc",
+    "BasicMotions/BasicMotions_TRAIN.ts": "8dc43cc6306cb679c888c01e26f91772ac4441a916da43bac8b79734a538b9d6",
+}
+
+_BOOL_TAGS = {"timestamps", "missing", "univariate", "equallength", "targetlabel"}
+_INT_TAGS = {"dimensions", "serieslength"}
+_PAIR = re.compile(r"\(([^()]*)\)")  # one "(time,value)" pair
+_PAIRS = re.compile(r"\s*\([^(),]*,[^(),]*\)(?:\s*,\s*\([^(),]*,[^(),]*\))*\s*")  # a whole dimension
+_COLON_OUTSIDE_PARENS = re.compile(r":(?![^()]*\))")  # so "(2020-01-01 10:00:00,1)" is not split
+
+
+@dataclass
+class TSData:
+    """The cases of one `.ts` file."""
+
+    series: list[np.ndarray]  # float64 [T_i, C] each, NaN = missing
+    times: list[np.ndarray] | None  # float64 [T_i] each, only with @timeStamps true
+    labels: np.ndarray | None  # str (classification) or float64 (regression), one per case
+    class_names: list[str] | None  # the order of @classLabel true ...
+    problem_name: str | None
+    equal_length: bool  # all cases have the same T_i
+    n_channels: int
+
+    def __len__(self) -> int:
+        return len(self.series)
+
+
+def _numbers(text: str, what: str, fail) -> np.ndarray:
+    """float64 array of the comma-separated numbers in `text` ('?' = NaN); else name the bad one."""
+    try:  # one vectorised conversion; numpy accepts 'nan', 'NaN', 'inf' and surrounding spaces
+        return np.array(text.replace("?", "nan").split(","), dtype=np.float64)
+    except ValueError:
+        tokens = text.split(",")
+        bad = next((t for t in tokens if t.strip() != "?" and not _is_float(t)), None)
+        if bad is None:  # numpy refused what Python's float() takes (e.g. "1_000"): go slowly
+            return np.array([float(t) if t.strip() != "?" else np.nan for t in tokens])
+        raise fail(f"{what} {bad!r} is not a number") from None
+
+
+def _timed(text: str, dim: int, fail) -> tuple[np.ndarray, np.ndarray]:
+    """Parse "(t,v),(t,v),..." into (times, values), sorted by time."""
+    if not _PAIRS.fullmatch(text):  # find what is wrong, for the message
+        pairs = _PAIR.findall(text)
+        bad = next((p for p in pairs if p.count(",") != 1), None)
+        if bad is not None and not _PAIR.sub("", text).strip(" ,\t"):
+            raise fail(f"dimension {dim}: pair ({bad}) is not (timestamp,value)")
+        raise fail(f"dimension {dim}: expected (timestamp,value) pairs separated by commas, "
+                   f"got {text[:60]!r}")
+    flat = text.replace("(", "").replace(")", "").split(",")  # t1, v1, t2, v2, ...
+    t_tok, v_tok = flat[0::2], flat[1::2]
+    try:
+        t = np.array(t_tok, dtype=np.float64)
+    except ValueError:
+        bad = next((s for s in t_tok if not _is_float(s)), t_tok[0])
+        raise fail(f"dimension {dim}: timestamp {bad!r} is not a number "
+                   f"(only numeric time stamps are supported)") from None
+    v = _numbers(",".join(v_tok), f"dimension {dim}: value", fail)
+    order = np.argsort(t, kind="stable")
+    t, v = t[order], v[order]
+    if np.any(t[1:] == t[:-1]):
+        raise fail(f"dimension {dim}: timestamp {t[1:][t[1:] == t[:-1]][0]:g} appears twice")
+    return t, v
+
+
+def _is_float(s: str) -> bool:
+    try:
+        float(s)
+        return True
+    except ValueError:
+        return False
+
+
+def _parse_bool(value: str, tag: str, fail) -> bool:
+    if value.lower() not in ("true", "false"):
+        raise fail(f"@{tag} must be true or false, got {value!r}")
+    return value.lower() == "true"
+
+
+def read_ts(path: str | Path) -> TSData:
+    """Read one `.ts` file (format: module docstring)."""
+    path = Path(path)
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    lineno = 0
+
+    def fail(msg: str) -> ValueError:
+        return ValueError(f"{path.name} line {lineno}: {msg}")
+
+    # ---- header
+    head: dict[str, object] = {}
+    class_names: list[str] | None = None
+    for lineno, raw in enumerate(lines, 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if not line.startswith("@"):
+            raise fail(f"expected a header line (@...) or @data, got {line[:60]!r}")
+        name, *rest = line[1:].split()  # `name` as written, for messages
+        tag = name.lower()
+        if tag == "data":
+            break
+        if tag == "problemname":
+            head[tag] = " ".join(rest)
+            continue
+        if tag not in _BOOL_TAGS | _INT_TAGS | {"classlabel"}:
+            continue  # unknown tags are tolerated
+        if not rest:
+            raise fail(f"@{name} needs a value")
+        if tag in _INT_TAGS:
+            if not rest[0].isdigit():
+                raise fail(f"@{name} must be a whole number, got {rest[0]!r}")
+            head[tag] = int(rest[0])
+        else:
+            head[tag] = _parse_bool(rest[0], name, fail)
+            if tag == "classlabel" and head[tag]:
+                class_names = rest[1:]
+                if not class_names:
+                    raise fail("@classLabel true must be followed by the class names")
+    else:
+        raise ValueError(f"{path.name}: no @data line")
+    data_line = lineno
+    timestamps = bool(head.get("timestamps", False))
+    is_class, is_target = bool(head.get("classlabel", False)), bool(head.get("targetlabel", False))
+    if is_class and is_target:
+        raise fail("both @classLabel true and @targetLabel true")
+    expected = head.get("dimensions", 1 if head.get("univariate") else None)
+    if head.get("univariate") and expected != 1:
+        raise fail(f"@univariate true but @dimensions {expected}")
+    known = set(class_names or ())
+
+    # ---- cases
+    series, times, labels = [], [] if timestamps else None, []
+    for lineno, raw in enumerate(lines[data_line:], data_line + 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        fields = _COLON_OUTSIDE_PARENS.split(line) if timestamps else line.split(":")
+        if is_class or is_target:
+            label = fields.pop().strip()
+            if is_class and label not in known:
+                raise fail(f"class label {label!r} is not declared in @classLabel "
+                           f"({', '.join(class_names)})")
+            if is_target and not _is_float(label):
+                raise fail(f"target {label!r} is not a number")
+            labels.append(label)
+        if expected is None:
+            expected = len(fields)  # no @dimensions: the first case decides
+        if len(fields) != expected:
+            raise fail(f"case has {len(fields)} dimensions, expected {expected}")
+
+        if timestamps:
+            parsed = [_timed(text, d + 1, fail) for d, text in enumerate(fields)]
+            t = np.unique(np.concatenate([p[0] for p in parsed]))  # sorted union of the time stamps
+            x = np.full((len(t), expected), np.nan)
+            for c, (tc, vc) in enumerate(parsed):
+                x[np.searchsorted(t, tc), c] = vc
+            times.append(t)
+        else:
+            dims = [_numbers(text, f"dimension {d + 1}: value", fail)
+                    for d, text in enumerate(fields)]
+            length = max(len(v) for v in dims)
+            if all(len(v) == length for v in dims):
+                x = np.stack(dims, axis=1)
+            else:  # unequal dimensions within the case: pad the shorter ones at the end with NaN
+                x = np.full((length, expected), np.nan)
+                for c, v in enumerate(dims):
+                    x[: len(v), c] = v
+        # header claims about lengths
+        if head.get("equallength"):
+            want = head.get("serieslength", len(series[0]) if series else len(x))
+            if len(x) != want:
+                raise fail(f"series length {len(x)}, but @equalLength true with length {want}")
+        series.append(x)
+
+    lineno = len(lines)
+    if not series:
+        raise fail("no cases after @data")
+    lengths = {len(x) for x in series}
+    if is_class:
+        labels = np.array(labels, dtype=str)
+    elif is_target:
+        labels = np.array(labels, dtype=np.float64)
+    return TSData(series=series, times=times, labels=labels if (is_class or is_target) else None,
+                  class_names=class_names, problem_name=head.get("problemname"),
+                  equal_length=len(lengths) == 1, n_channels=int(expected))
+
+
+# ---------------------------------------------------------------------------------------- loading
+
+def _check_name(name: str) -> None:
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", name) or name.startswith("."):
+        raise ValueError(f"bad UEA data set name {name!r}")
+
+
+def _split_files(name: str) -> list[str]:
+    return [f"{name}_TRAIN.ts", f"{name}_TEST.ts"]
+
+
+def _find_member(zf: zipfile.ZipFile, base: str) -> str:
+    """The zip member whose file name is `base`: case-sensitively first, then case-insensitively."""
+    members = sorted((n for n in zf.namelist() if not n.endswith("/")), key=lambda n: (n.count("/"), n))
+    for same in (lambda a, b: a == b, lambda a, b: a.lower() == b.lower()):
+        found = [n for n in members if same(PurePosixPath(n).name, base)]
+        if found:
+            return found[0]
+    raise ValueError(f"{zf.filename} holds no {base}; members: {', '.join(members[:20])}")
+
+
+def _download(name: str, uea: Path) -> None:
+    """Fetch <name>.zip, unpack the two .ts files into <uea>/<name>/, write SHA256SUMS, drop the zip."""
+    url = URL.format(name=name)
+    zip_path = files.download_url(url, uea / f"{name}.zip")
+    folder = uea / name
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        zf = zipfile.ZipFile(zip_path)
+    except zipfile.BadZipFile:
+        raise ValueError(f"{zip_path} (from {url}) is not a zip file; delete it and retry") from None
+    with zf:
+        for base in _split_files(name):
+            tmp = folder / f".{base}.part"
+            with zf.open(_find_member(zf, base)) as src, open(tmp, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+            os.replace(tmp, folder / base)  # atomic, as in files.download_url
+    sums = "".join(f"{files.sha256(folder / b)}  {b}\n" for b in _split_files(name))
+    (folder / ".SHA256SUMS.part").write_text(sums)
+    os.replace(folder / ".SHA256SUMS.part", folder / "SHA256SUMS")
+    zip_path.unlink()
+
+
+def _verify(name: str, uea: Path) -> None:
+    """Check the two files against KNOWN_SHA256 and any SHA256SUMS (ValueError naming the file)."""
+    rel = [f"{name}/{b}" for b in _split_files(name)]
+    for key in rel:
+        if key in KNOWN_SHA256:
+            files.check_sha256(uea / key, KNOWN_SHA256[key])
+    files.verify_folder(uea, rel)
+    files.verify_folder(uea / name, _split_files(name))
+
+
+def load(name: str, root: str | Path | None = None, download: bool = False) -> dict:
+    """Load UEA data set `name` from <root>/uea/<name>/: {"name", "train", "test", "classes"}.
+
+    `classes` is the train file's @classLabel order ([] for regression). With `download=True`,
+    missing files are fetched from the archive (see the module docstring for the checksum policy).
+    """
+    _check_name(name)
+    uea = files.data_root(root) / "uea"
+    paths = {split: uea / name / base for split, base in zip(("train", "test"), _split_files(name))}
+    missing = [p for p in paths.values() if not p.is_file()]
+    if missing:
+        if not download:
+            raise files.missing_file_error(missing[0], URL.format(name=name),
+                                           "pass download=True (needs internet)")
+        _download(name, uea)
+    _verify(name, uea)
+    train, test = read_ts(paths["train"]), read_ts(paths["test"])
+    classes = list(train.class_names or [])
+    if classes and test.labels is not None:
+        unknown = sorted(set(test.labels.tolist()) - set(classes))
+        if unknown:
+            raise ValueError(f"{paths['test']}: labels {unknown} are not classes of the train file")
+    return {"name": name, "train": train, "test": test, "classes": classes}
+
+
+def available(root: str | Path | None = None) -> list[str]:
+    """Names of the data sets under <root>/uea/ that have both .ts files (sorted)."""
+    uea = files.data_root(root) / "uea"
+    if not uea.is_dir():
+        return []
+    return sorted(d.name for d in uea.iterdir()
+                  if d.is_dir() and all((d / b).is_file() for b in _split_files(d.name)))
