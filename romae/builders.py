@@ -132,6 +132,11 @@ class TokenDataset(ArrayDataset):
 
 # ----------------------------------------------------------------------------- shared pieces
 
+def _py(x):
+    """A numpy scalar as the plain Python value (for readable messages)."""
+    return x.item() if isinstance(x, np.generic) else x
+
+
 def _encode_labels(labels, classes: list | None, n: int) -> tuple[torch.Tensor | None, list | None]:
     """Labels -> (tensor, classes). Floats are regression targets; anything else (str, int, bool) is a
     class whose index in `classes` (default: the sorted distinct labels) becomes the label."""
@@ -141,8 +146,9 @@ def _encode_labels(labels, classes: list | None, n: int) -> tuple[torch.Tensor |
     if len(arr) != n:
         raise ValueError(f"labels has {len(arr)} entries for {n} samples")
     if arr.dtype.kind == "f" and classes is None:
-        if not np.isfinite(arr).all():
-            raise ValueError(f"regression labels must be finite; sample {int(np.flatnonzero(~np.isfinite(arr.reshape(n, -1).all(1)))[0])} is not")
+        bad = ~np.isfinite(arr.reshape(n, -1)).all(1)
+        if bad.any():
+            raise ValueError(f"regression labels must be finite; sample {int(np.flatnonzero(bad)[0])} is not")
         return torch.as_tensor(arr, dtype=torch.float32), None
     if classes is None:
         classes = sorted(set(arr.tolist()), key=lambda c: (str(type(c)), c))
@@ -273,14 +279,16 @@ def from_long(df: pd.DataFrame, *, id: str, time: str, variable: str, value: str
     df = df[needed].copy()
     vals = df[value_cols].to_numpy(dtype=np.float64)
     if np.isinf(vals).any():
-        r = df.iloc[int(np.argwhere(np.isinf(vals))[0, 0])]
+        r = df.iloc[int(np.argwhere(np.isinf(vals))[0, 0])].map(_py)
         raise ValueError(f"infinite value for id {r[id]!r}, variable {r[variable]!r}, time {r[time]!r}")
     nan = np.isnan(vals)
     partial = nan.any(1) & ~nan.all(1)
     if partial.any():
-        r = df.iloc[int(np.flatnonzero(partial)[0])]
+        r = df.iloc[int(np.flatnonzero(partial)[0])].map(_py)
         raise ValueError(f"id {r[id]!r}, variable {r[variable]!r}, time {r[time]!r}: some of {value_cols} are "
                          "NaN and some not; fill or drop them first")
+    if variables is None and like is None:  # every variable named in the table, observed or not
+        variables = sorted(df[variable].unique().tolist(), key=str)
     df = df[~nan.all(1)]
     if df.empty:
         raise ValueError("the table has no observed value")
@@ -291,8 +299,6 @@ def from_long(df: pd.DataFrame, *, id: str, time: str, variable: str, value: str
     if not np.isfinite(df[time].to_numpy()).all():
         raise ValueError(f"column {time!r} holds non-finite times")
     variables = like.variables if like is not None else variables
-    if variables is None:
-        variables = sorted(df[variable].unique().tolist(), key=str)
     var_index = {v: i for i, v in enumerate(variables)}
     unknown = sorted({str(v) for v in df[variable].unique() if v not in var_index})
     if unknown:
@@ -303,7 +309,7 @@ def from_long(df: pd.DataFrame, *, id: str, time: str, variable: str, value: str
     if label is not None:
         per_id = df.groupby(id, sort=True)[label].nunique(dropna=False)
         if (per_id > 1).any():
-            raise ValueError(f"column {label!r} differs within id {per_id.index[per_id > 1][0]!r}: one label per id")
+            raise ValueError(f"column {label!r} differs within id {_py(per_id.index[per_id > 1][0])!r}: one label per id")
         labels = df.groupby(id, sort=True)[label].first().to_numpy()
     C = len(value_cols)
     tok, _ = _pad([g[value_cols].to_numpy(np.float64) for _, g in groups], C)

@@ -135,6 +135,15 @@ def build_summary(reports_dir: str | Path | None = None) -> pd.DataFrame:
                              ours=r.ours, ours_std=r.ours_std, n_seeds=r.n_seeds, profile=r.profile,
                              device=r.device, status=status(p.paper, r.ours, p.rule, p.tolerance),
                              note=r.note))
+    # our rows of a paper experiment and metric that the paper has no value for (e.g. the from-scratch
+    # controls): shown, with no paper number and status "no paper value"
+    known = set(zip(paper.experiment, paper.setting, paper.metric))
+    metrics_of = set(zip(paper.experiment, paper.metric))
+    for _, r in results.iterrows():
+        if (r.experiment, r.setting, r.metric) not in known and (r.experiment, r.metric) in metrics_of:
+            rows.append(dict(experiment=r.experiment, setting=r.setting, metric=r.metric, paper=None, ours=r.ours,
+                             ours_std=r.ours_std, n_seeds=r.n_seeds, profile=r.profile, device=r.device,
+                             status="no paper value", note=r.note))
     summary = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
     summary["_rank"] = summary.profile.map(PROFILE_RANK).fillna(9)
     summary = summary.sort_values(["experiment", "setting", "metric", "_rank"], kind="stable")

@@ -28,6 +28,7 @@ NOTEBOOK_OF = {
     "table_b4_frequency_errors": "02",
     "table8_model_sizes": "03",  # 03_compute_cost.ipynb
     "table9_compute": "03",
+    "table6_uea": "12",  # 12_uea_classification.ipynb
     "table5_pendulum": "14",  # 14_pendulum.ipynb
     "table7_interpolation": "15",  # 15_interpolation_spiral_synthetic.ipynb
 }

@@ -21,3 +21,15 @@ def test_readme_example_runs_and_interpolates(capsys):
 def test_readme_names_both_commands():
     text = README.read_text()
     assert "make test" in text and "make reproduce" in text
+
+
+def test_readme_classification_example_runs_and_classifies(capsys):
+    text = README.read_text()
+    section = text.split("### Classify irregular series of different lengths", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    assert len([l for l in code.strip().splitlines() if l.strip()]) <= 16  # "in about 15 lines"
+    for name in ("from_sequences", "from_pretrained", "fit(", "predict(", "metrics."):
+        assert name in code, name
+    exec(compile(code, str(README), "exec"), {})
+    acc = float(re.search(r"test accuracy: ([0-9.]+)", capsys.readouterr().out).group(1))
+    assert acc > 0.8, acc  # three balanced classes: chance is about 0.33

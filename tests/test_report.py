@@ -29,6 +29,14 @@ def test_record_replaces_same_key_and_summary_joins_paper(tmp_path):
     assert rows.profile.tolist() == ["quick", "smoke"]  # best available first
     assert rows.status.tolist() == ["matches", "matches"]
     assert (summary[summary.setting == "small"].status == "not run").all()
+    # a row of a paper experiment and metric without a paper value (a control) is listed, unjudged;
+    # a metric the paper does not report for that experiment is not
+    record("table6_uea", "BasicMotions, from scratch", "accuracy", 0.9, profile="quick", reports_dir=tmp_path)
+    record("table6_uea", "BasicMotions", "seconds", 12.0, profile="quick", reports_dir=tmp_path)
+    summary = build_summary(tmp_path)
+    extra = summary[summary.setting == "BasicMotions, from scratch"]
+    assert extra.status.tolist() == ["no paper value"] and extra.paper.isna().all() and extra.ours.tolist() == [0.9]
+    assert not (summary.metric == "seconds").any()
     assert (tmp_path / "SUMMARY.md").read_text().count("\n| ") == len(summary) + 1  # + header
     with pytest.raises(ValueError, match="unknown profile"):
         record("x", "y", "z", 1.0, profile="fast", reports_dir=tmp_path)
