@@ -32,6 +32,7 @@ def pretrain_finetune(name: str, train, test, model: RoMAEConfig, *, finetune: T
                       pretrain: TrainConfig | None, n_outputs: int, seed: int, key: dict,
                       dropout: float | None = None, drop_path: float | None = None, head_overrides: dict | None = None,
                       metrics=("accuracy", "macro_f1"), val_data=None, eval_batch: int = 256,
+                      pretrain_data=None, finetune_key: dict | None = None,
                       cache_dir=None, refresh: bool = False, checkpoints: bool = False) -> dict:
     """Pre-train (or not), fine-tune, evaluate on `test` -> dict.
 
@@ -40,7 +41,9 @@ def pretrain_finetune(name: str, train, test, model: RoMAEConfig, *, finetune: T
     two TrainConfigs (pretrain=None: the same classifier trained from scratch). dropout / drop_path:
     the classifier's encoder; head_overrides: other classifier fields (head, label_smoothing,
     head_dropout, task). key: names the data (cache key). val_data: optional held-out data whose loss
-    and metrics are logged during fine-tuning (never used to pick a model).
+    and metrics are logged during fine-tuning (never used to pick a model). pretrain_data: pre-train on
+    other (e.g. more, unlabelled) samples than the classifier is fine-tuned on; `key` then names the
+    pre-training data and `finetune_key` what differs for fine-tuning (e.g. the labelled subset).
     Returns {metrics, outputs (test logits), model (fine-tuned, eval mode), pretrain_history,
     finetune_history, seconds: {pretrain, finetune}}.
     """
@@ -48,13 +51,13 @@ def pretrain_finetune(name: str, train, test, model: RoMAEConfig, *, finetune: T
     t0 = time.perf_counter()
     pre = None
     if pretrain is not None:  # the seed drives initialisation, data order and masks of both stages
-        pre = fit_cached(f"{name}_pretrain", RoMAEForPreTraining, model, train,
+        pre = fit_cached(f"{name}_pretrain", RoMAEForPreTraining, model, train if pretrain_data is None else pretrain_data,
                          dataclasses.replace(pretrain, seed=seed), key, seed=seed, cache_dir=cache_dir,
                          refresh=refresh, checkpoints=checkpoints)
     ft_cfg = prediction_config(model, n_outputs=n_outputs, dropout=dropout, drop_path=drop_path,
                                **(head_overrides or {}))
     ft = fit_cached(f"{name}_finetune", RoMAEForPrediction, ft_cfg, train, dataclasses.replace(finetune, seed=seed),
-                    dict(key, pretrained=None if pre is None else pre["run_id"]), seed=seed, cache_dir=cache_dir, refresh=refresh,
+                    dict(key, **(finetune_key or {}), pretrained=None if pre is None else pre["run_id"]), seed=seed, cache_dir=cache_dir, refresh=refresh,
                     checkpoints=checkpoints, pretrained=None if pre is None else pre["state_dict"],
                     val_data=val_data, metrics=metric_fns if val_data is not None else ())
     t2 = time.perf_counter()

@@ -40,6 +40,16 @@ def test_config_validates_profile_and_datasets():
     assert U.config("quick").pretrain_config(2459).epochs == 1500 // 39
 
 
+def test_labelled_subset_takes_k_per_class():
+    from romae import from_sequences
+
+    train = from_sequences([np.ones((4, 1)) * i for i in range(9)], labels=list("aaabbbccc"))
+    sub = U.labelled_subset(train, 2, seed=0)
+    assert sorted(sub.tensors["labels"].tolist()) == [0, 0, 1, 1, 2, 2]
+    assert U.labelled_subset(train, 2, seed=0).ids == sub.ids != U.labelled_subset(train, 2, seed=5).ids
+    assert len(U.labelled_subset(train, 5, seed=0)) == 9  # a class with fewer than k: all of it
+
+
 def test_missing_datasets_are_listed_with_the_way_to_get_them(tmp_path, monkeypatch):
     found, missing, msg = U.find(["Nope"], tmp_path)
     assert found == [] and missing == ["Nope"]
@@ -83,7 +93,11 @@ def test_runs_unchanged_on_an_unseen_unequal_length_dataset(tmp_path):
     lengths = (~data["train"].tensors["pad_mask"]).sum(1)
     assert lengths.min() < lengths.max()  # unequal after the drop
     rows = pd.read_csv(tmp_path / "reports" / "results.csv")
-    assert set(rows.setting) == {"Toy", "Toy, from scratch"} and set(rows.metric) == {"accuracy", "macro_f1"}
+    assert set(rows.setting) == {"Toy", "Toy, from scratch", "Toy, 2 labelled per class, pre-trained",
+                                 "Toy, 2 labelled per class, from scratch"}
+    assert set(rows.metric) == {"accuracy", "macro_f1"}
+    few = res["per_seed"][res["per_seed"].variant.str.contains("labelled")]
+    assert (few.n_labelled == 6).all()  # 2 series of each of the 3 classes
     assert rows.ours.between(0, 1).all() and rows.note.str.contains("DEFAULT_FINETUNE").all()
     assert "Toy" in res["table"].columns
 

@@ -74,6 +74,8 @@ class UEARun:
     pretrain_batch: int = 64
     pretrain_lr: float = 3e-4
     from_scratch: bool = True  # also train the classifier without pre-training (the control)
+    label_budgets: tuple[int, ...] = (2,)  # ours: also fine-tune on k labelled series per class (pre-training
+    #                                        still sees every training series): where pre-training can matter
     max_steps: int | None = None  # cap on each training's optimiser steps (epochs reduced to fit)
     max_series: int | None = None  # smoke: at most this many series per split
     max_length: int | None = None  # smoke: only the first steps of each series
@@ -202,20 +204,35 @@ def run_dataset(name: str, cfg: UEARun, profile: str, root=None, cache_dir=None,
     ft = cfg.finetune(name)
     variants = [("pre-trained", cfg.pretrain_config(len(train)))] + ([("from scratch", None)] if cfg.from_scratch else [])
     rows, histories = [], {}
+    budgets = [(None, train)] + [(k, labelled_subset(train, k, 0)) for k in cfg.label_budgets]
     for seed in cfg.seeds:
-        for variant, pretrain in variants:
-            res = pretrain_finetune(f"uea_{name}", train, test, model_cfg, finetune=cfg.finetune_config(name, len(train)),
-                                    pretrain=pretrain, n_outputs=len(data["classes"]), seed=seed, key=key,
-                                    dropout=ft.dropout, drop_path=ft.drop_path,
-                                    head_overrides=dict(label_smoothing=round(1.0 - ft.confidence, 6), head_dropout=ft.dropout),
-                                    cache_dir=cache_dir, refresh=refresh, checkpoints=profile != "smoke")
-            rows.append(dict(dataset=name, variant=variant, seed=seed, **res["metrics"],
-                             pretrain_steps=res["steps"]["pretrain"], finetune_steps=res["steps"]["finetune"],
-                             pretrain_seconds=res["seconds"]["pretrain"], finetune_seconds=res["seconds"]["finetune"]))
-            histories[(variant, seed)] = dict(pretrain=res["pretrain_history"], finetune=res["finetune_history"])
+        for k, _ in budgets:
+            labelled = train if k is None else labelled_subset(train, k, seed)
+            for variant, pretrain in variants:
+                res = pretrain_finetune(
+                    f"uea_{name}", labelled, test, model_cfg, finetune=cfg.finetune_config(name, len(labelled)),
+                    pretrain=pretrain, n_outputs=len(data["classes"]), seed=seed, key=key, pretrain_data=train,
+                    finetune_key=None if k is None else dict(labelled_ids=labelled.ids),
+                    dropout=ft.dropout, drop_path=ft.drop_path,
+                    head_overrides=dict(label_smoothing=round(1.0 - ft.confidence, 6), head_dropout=ft.dropout),
+                    cache_dir=cache_dir, refresh=refresh, checkpoints=profile != "smoke")
+                label = variant if k is None else f"{variant}, {k} labelled per class"
+                rows.append(dict(dataset=name, variant=label, seed=seed, n_labelled=len(labelled), **res["metrics"],
+                                 pretrain_steps=res["steps"]["pretrain"], finetune_steps=res["steps"]["finetune"],
+                                 pretrain_seconds=res["seconds"]["pretrain"], finetune_seconds=res["seconds"]["finetune"]))
+                histories[(label, seed)] = dict(pretrain=res["pretrain_history"], finetune=res["finetune_history"])
     return dict(name=name, data=data, per_seed=pd.DataFrame(rows), histories=histories,
                 table12=name in TABLE12, seconds=time.perf_counter() - t0,
                 pretrain=cfg.pretrain_config(len(train)), finetune=cfg.finetune_config(name, len(train)))
+
+
+def labelled_subset(train, k: int, seed: int):
+    """k training series per class (all of a class with fewer), drawn with `seed`: the labelled data of
+    the label-scarce variants."""
+    rng = np.random.default_rng(seed)
+    labels = train.tensors["labels"].numpy()
+    idx = np.concatenate([rng.permutation(np.flatnonzero(labels == c))[:k] for c in np.unique(labels)])
+    return train.subset(np.sort(idx))
 
 
 def _note(r: dict, cfg: UEARun) -> str:
@@ -239,15 +256,17 @@ def run(profile: str = "smoke", datasets=None, data_root=None, reports_dir=None,
     results = {}
     for name in found:
         r = results[name] = run_dataset(name, cfg, profile, data_root, cache_dir, refresh)
-        for variant, suffix in (("pre-trained", ""), ("from scratch", ", from scratch")):
+        for variant in r["per_seed"].variant.unique():
             f = r["per_seed"][r["per_seed"].variant == variant]
-            if f.empty:
-                continue
+            # settings: "<name>" (paper row), "<name>, from scratch", "<name>, 2 labelled per class, pre-trained", ...
+            head, _, budget = variant.partition(", ")
+            setting = ", ".join([name] + ([budget] if budget else []) + ([head] if head != "pre-trained" or budget else []))
+            note = _note(r, cfg) + (f"; fine-tuned on {int(f.n_labelled.iloc[0])} labelled series" if budget else "")
             for metric in ("accuracy", "macro_f1"):
                 n = len(f)
-                record(EXPERIMENT, name + suffix, metric, float(f[metric].mean()),
+                record(EXPERIMENT, setting, metric, float(f[metric].mean()),
                        ours_std=float(f[metric].std(ddof=1)) if n > 1 else None, n_seeds=n, profile=profile,
-                       note=_note(r, cfg), reports_dir=reports_dir)
+                       note=note, reports_dir=reports_dir)
     per_seed = pd.concat([r["per_seed"] for r in results.values()], ignore_index=True) if results else pd.DataFrame()
     table = comparison_table(results, profile, cfg.encoder)
     if results:
@@ -290,16 +309,20 @@ def plot_example(res: dict, name: str, channel: int = 0, n: int = 2):
 
 
 def plot_accuracy(res: dict):
-    """Test accuracy per seed, pre-trained vs from scratch, beside the paper's RoMAE and the best peer."""
+    """Test accuracy per seed of every variant (circles: all labels; squares: label-scarce), beside the
+    paper's RoMAE and the best published peer."""
     names = list(res["results"])
-    fig, ax = plt.subplots(figsize=(max(4, 2.2 * len(names)), 3.6))
+    fig, ax = plt.subplots(figsize=(max(5, 2.6 * len(names)), 3.8))
     peers = pd.DataFrame(peer_values(EXPERIMENT))
     for j, name in enumerate(names):
         f = res["results"][name]["per_seed"]
-        for k, (variant, color) in enumerate((("pre-trained", "tab:blue"), ("from scratch", "tab:orange"))):
+        variants = list(f.variant.unique())
+        for k, variant in enumerate(variants):
             v = f[f.variant == variant].accuracy
-            ax.plot(np.full(len(v), j + (k - 0.5) * 0.25), v, "o", color=color, mfc="none",
-                    label=variant if j == 0 else None)
+            x = j + (k - (len(variants) - 1) / 2) * 0.6 / max(len(variants), 1)
+            ax.plot(np.full(len(v), x), v, "o" if "labelled" not in variant else "s", mfc="none",
+                    color="tab:blue" if variant.startswith("pre-trained") else "tab:orange",
+                    alpha=1.0 if "labelled" not in variant else 0.6, label=variant if j == 0 else None)
         p = peers[peers.benchmark == name]
         if len(p):
             paper = p[p.model.str.startswith("RoMAE")].value.iloc[0]
@@ -307,7 +330,7 @@ def plot_accuracy(res: dict):
             ax.hlines(paper, j - 0.4, j + 0.4, colors="k", label="RoMAE (paper)" if j == 0 else None)
             ax.hlines(best, j - 0.4, j + 0.4, colors="0.6", linestyles="--", label="best peer (published)" if j == 0 else None)
     ax.set(xticks=range(len(names)), xticklabels=names, ylabel="test accuracy", title="Table 6: accuracy per seed")
-    ax.legend(fontsize=8, loc="lower left")
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
     return fig
 
@@ -317,6 +340,8 @@ def plot_learning_curves(res: dict, name: str):
     hist = res["results"][name]["histories"]
     fig, (a, b) = plt.subplots(1, 2, figsize=(11, 3.6))
     for (variant, seed), h in hist.items():
+        if "labelled" in variant:
+            continue
         if h["pretrain"]:
             p = pd.DataFrame(h["pretrain"]).dropna(subset=["loss"])
             a.plot(p.step, p.loss, label=f"seed {seed}")
