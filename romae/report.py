@@ -24,7 +24,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from .reference import paper_values
+from .reference import artefacts, paper_values
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORTS = ROOT / "reports"
@@ -97,13 +97,17 @@ def record(experiment: str, setting: str, metric: str, ours: float, *, profile: 
     return row
 
 
-def status(paper: float, ours: float, rule: str, tolerance: float) -> str:
-    """Compare ours with the paper by the row's stated rule.
+def status(paper: float, ours: float, rule: str, tolerance: float, better: str = "") -> str:
+    """Compare ours with the paper by the row's stated rule, saying the direction.
 
-    rule 'rel': |ours - paper| / |paper| <= tolerance; 'abs': |ours - paper| <= tolerance;
-    'min': ours >= paper - tolerance (higher is better, e.g. a speed ratio).
-    matches = within a tenth of the tolerance; within tolerance; else differs.
+    rule 'abs': |ours - paper| <= tolerance; 'rel': |ours - paper| / |paper| <= tolerance -> "matches"
+    (within a tenth of the tolerance) or "within tolerance"; beyond it, "better than the paper" /
+    "worse than the paper" when the row says which direction is better (`better` = 'higher' | 'lower'),
+    else "differs". 'min' (legacy): ours >= paper - tolerance. 'gt': a claim the paper makes in words,
+    checked as ours > paper (a threshold) -> "claim holds" / "claim does not hold".
     """
+    if rule == "gt":
+        return "claim holds" if ours > paper else "claim does not hold"
     if rule == "min":
         gap = max(paper - ours, 0.0)
     elif rule == "rel":
@@ -112,9 +116,49 @@ def status(paper: float, ours: float, rule: str, tolerance: float) -> str:
         gap = abs(ours - paper)
     else:
         raise ValueError(f"unknown comparison rule {rule!r}")
+    if better not in ("", "higher", "lower"):
+        raise ValueError(f"better must be 'higher', 'lower' or '', got {better!r}")
     if gap <= tolerance / 10:
         return "matches"
-    return "within tolerance" if gap <= tolerance else "differs"
+    if gap <= tolerance:
+        return "within tolerance"
+    if better:
+        return "better than the paper" if (ours > paper) == (better == "higher") else "worse than the paper"
+    return "differs"
+
+
+def qualified(state: str, note: str) -> str:
+    """A status with the run's scope kept visible: '... (reduced)' or '... (stand-in)' from its note."""
+    text = str(note or "").lower()
+    for word in ("stand-in", "reduced"):
+        if word in text:
+            return f"{state} ({word})"
+    return state
+
+
+# Checks computed from recorded rows (same experiment, setting, profile): metric -> (inputs, formula, note)
+DERIVED = {
+    ("fig2_position_range", "edge_over_interior"): (
+        ("abs_error_lower_edge", "abs_error_upper_edge", "abs_error_interior_median"),
+        lambda lo, hi, mid: max(lo, hi) / mid,
+        "derived: max(abs_error_lower_edge, abs_error_upper_edge) / abs_error_interior_median"),
+}
+
+
+def derived_rows(results: pd.DataFrame) -> pd.DataFrame:
+    """Rows of the checks in DERIVED, computed from the recorded rows they need."""
+    out = []
+    for (experiment, metric), (inputs, formula, note) in DERIVED.items():
+        mine = results[results.experiment == experiment]
+        for (setting, profile), g in mine.groupby(["setting", "profile"]):
+            vals = g.set_index("metric").ours
+            if all(m in vals for m in inputs):
+                first = g.iloc[0]
+                out.append(dict(experiment=experiment, setting=setting, metric=metric,
+                                ours=float(formula(*(vals[m] for m in inputs))), ours_std=None,
+                                n_seeds=first.n_seeds, profile=profile, device=first.device,
+                                note=f"{note}; {first.note}"))
+    return pd.DataFrame(out, columns=RESULT_COLUMNS)
 
 
 def build_summary(reports_dir: str | Path | None = None) -> pd.DataFrame:
@@ -122,6 +166,8 @@ def build_summary(reports_dir: str | Path | None = None) -> pd.DataFrame:
     folder = reports_path(reports_dir)
     results = pd.read_csv(folder / "results.csv") if (folder / "results.csv").exists() else \
         pd.DataFrame(columns=RESULT_COLUMNS)
+    derived = derived_rows(results)
+    results = pd.concat([results, derived], ignore_index=True) if len(derived) else results
     paper = pd.DataFrame(paper_values())
     rows = []
     for _, p in paper.iterrows():
@@ -133,7 +179,8 @@ def build_summary(reports_dir: str | Path | None = None) -> pd.DataFrame:
         for _, r in mine.iterrows():
             rows.append(dict(experiment=p.experiment, setting=p.setting, metric=p.metric, paper=p.paper,
                              ours=r.ours, ours_std=r.ours_std, n_seeds=r.n_seeds, profile=r.profile,
-                             device=r.device, status=status(p.paper, r.ours, p.rule, p.tolerance),
+                             device=r.device, status=qualified(status(p.paper, r.ours, p.rule, p.tolerance,
+                                                                      p.better), r.note),
                              note=r.note))
     # our rows of a paper experiment and metric that the paper has no value for (e.g. the from-scratch
     # controls): shown, with no paper number and status "no paper value"
@@ -150,18 +197,60 @@ def build_summary(reports_dir: str | Path | None = None) -> pd.DataFrame:
     summary = summary.drop(columns="_rank").reset_index(drop=True)
     folder.mkdir(parents=True, exist_ok=True)
     summary.to_csv(folder / "summary.csv", index=False)
-    (folder / "SUMMARY.md").write_text(_summary_markdown(summary))
+    (folder / "SUMMARY.md").write_text(_summary_markdown(summary, folder))
     return summary
 
 
-def _summary_markdown(summary: pd.DataFrame) -> str:
+ARTEFACT_COLUMNS = ["artefact", "paper", "notebook", "status", "profile", "what"]
+
+
+def _best_ok_profile(runs: pd.DataFrame | None, notebooks: list[str]) -> str:
+    """The best profile with a successful run of any of `notebooks` (NN prefixes) in runs.csv, or ''."""
+    if runs is None or runs.empty:
+        return ""
+    ok = runs[(runs.status == "ok") & runs.notebook.str[:2].isin(notebooks)]
+    return min(ok.profile, key=lambda p: PROFILE_RANK.get(p, 9)) if len(ok) else ""
+
+
+def artefact_view(summary: pd.DataFrame, reports_dir: str | Path | None = None,
+                  runs: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per paper artefact (reference/artefacts.csv): the statuses of its rows at their best
+    profile, counted ("2 matches, 1 worse than the paper"), or "not run"; figures also say whether the
+    figure file exists. The compact front page, before the long table."""
+    folder = reports_path(reports_dir)
+    if runs is None and (folder / "runs.csv").exists():
+        runs = pd.read_csv(folder / "runs.csv", dtype=str, keep_default_na=False)
+    out = []
+    for a in artefacts():
+        rows = summary[summary.experiment.isin(a["experiments"]) & (summary.status != "no paper value")]
+        best = rows.assign(_r=rows.profile.map(PROFILE_RANK).fillna(9)).sort_values("_r", kind="stable")
+        best = best.drop_duplicates(["experiment", "setting", "metric"])  # best profile of each row
+        counts = best.status.value_counts()
+        state = ", ".join(f"{n} {s}" for s, n in counts.items()) if len(best) else ""
+        profiles = [p for p in best.profile.dropna().unique() if p]
+        profile = min(profiles, key=lambda p: PROFILE_RANK.get(p, 9)) if profiles else ""
+        if a["figure"]:
+            made = (folder / "figures" / f"{a['figure']}.png").exists()
+            fig = "figure made" if made else "figure not made"
+            state = f"{fig}; {state}" if state else (fig + ("" if a["experiments"] else ", no quantitative check"))
+            profile = profile or (_best_ok_profile(runs, a["notebook"]) if made else "")
+        out.append(dict(artefact=a["artefact"], paper=a["paper_ref"], notebook=" ".join(a["notebook"]),
+                        status=state or "not run", profile=profile, what=a["what"]))
+    return pd.DataFrame(out, columns=ARTEFACT_COLUMNS)
+
+
+def _summary_markdown(summary: pd.DataFrame, reports_dir=None) -> str:
     head = ("# Summary: the paper's numbers and ours\n\n"
             "Generated by `romae.report.build_summary` (run `make reproduce`); do not edit by hand.\n"
             "`paper` comes from `romae/reference/paper_values.csv`; `ours` from running the code in the\n"
             "named profile on the named device. **smoke** rows are seconds-long CI runs, not "
             "reproductions; **quick** rows are reduced CPU runs; **paper** rows use the paper's settings.\n"
-            "Status rules per row are in `paper_values.csv` (`rule`, `tolerance`).\n\n")
-    return head + _markdown(summary.astype(object).where(summary.notna(), ""))
+            "Status rules per row are in `paper_values.csv` (`rule`, `tolerance`, `better`): matches / within\n"
+            "tolerance / better or worse than the paper (direction by the row's `better`) / claim holds or not\n"
+            "(a figure's statement in words, checked as a number); '(reduced)' and '(stand-in)' mark runs that\n"
+            "are not at the paper's scale or not on the paper's data.\n\n")
+    return (head + "## Paper artefacts\n\n" + _markdown(artefact_view(summary, reports_dir)) +
+            "\n## Every row\n\n" + _markdown(summary.astype(object).where(summary.notna(), "")))
 
 
 def _markdown(df: pd.DataFrame) -> str:

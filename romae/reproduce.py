@@ -3,11 +3,22 @@
     python -m romae.reproduce --profile quick                 # every notebooks/NN_*.ipynb, in order
     python -m romae.reproduce --profile smoke --only 00,03    # only the notebooks numbered 00 and 03
 
-For each notebook: papermill runs it (kernel `python3`, cwd = the repository root) with the parameters
-`profile` and `reports_dir` (the absolute reports folder) and writes the executed copy to
-<reports>/executed/<name>.ipynb; the source notebook is never executed in place. Each run appends a
-row to <reports>/runs.csv (notebook, profile, device, seconds, commit, status, error). A failing
-notebook does not stop the others; the exit code is non-zero if any failed. Then:
+Reports are precious, so a run never damages what is there:
+
+* `smoke` runs (seconds, CI) write a separate tree, <reports>/smoke/ (git-ignored), never the front page.
+* Each notebook runs in a staging folder <reports>/.staging-<name>-<pid>-*/ (papermill, kernel `python3`,
+  cwd = the repository root, parameters `profile` and `reports_dir` = the staging folder); only when it
+  succeeds are its executed copy, tables and figures moved into place and its result rows merged into
+  results.csv. A failing notebook leaves the last good artefacts untouched (its executed copy, with the
+  error, goes to <reports>/failed/<profile>/); an interrupted run (Ctrl-C, SIGTERM) is logged as
+  "interrupted" and the summary and index are rebuilt from what is on disk; a killed one leaves only
+  its staging folder, removed by the next run.
+* A run never replaces an artefact of a better profile (paper > quick > smoke): a `quick` run of a
+  notebook that has a successful `paper` run publishes to <reports>/quick/ instead.
+
+Each run appends a row to <reports>/runs.csv (notebook, profile, device, seconds, commit — with
+"+dirty" when romae/ or notebooks/ had uncommitted changes —, status ok | failed | interrupted, error).
+A failing notebook does not stop the others; the exit code is non-zero if any failed. Then:
 
     <reports>/summary.csv, SUMMARY.md   romae.report.build_summary + a "Runs" section (latest per
                                         notebook and profile)
@@ -22,9 +33,12 @@ from __future__ import annotations
 import argparse
 import csv
 import html
+import os
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -68,22 +82,32 @@ def select_notebooks(folder: Path, only: str | None = None) -> list[Path]:
 
 
 def git_commit() -> str:
-    """Short hash of the checked-out commit, or 'unknown' outside a git checkout."""
+    """Short hash of the checked-out commit, '+dirty' if the code (romae/, notebooks/) has uncommitted
+    changes, or 'unknown' outside a git checkout."""
     try:
         out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                              text=True, timeout=10)
-        return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else "unknown"
+        if out.returncode != 0 or not out.stdout.strip():
+            return "unknown"
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "romae", "notebooks"], cwd=ROOT,
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        return out.stdout.strip() + ("+dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
 
 
-def strip_timestamps(path: Path) -> None:
+def strip_timestamps(path: Path, output_path: Path | None = None) -> None:
     """Drop papermill's and nbclient's timings from an executed notebook (outputs stay), so a re-run
-    gives a small diff. The run's duration is kept in runs.csv instead."""
+    gives a small diff. The run's duration is kept in runs.csv instead. `output_path`: where the copy
+    will live (it was executed in a staging folder)."""
     nb = nbformat.read(path, as_version=4)
     meta = nb.metadata.get("papermill", {})
     for key in ("start_time", "end_time", "duration"):
         meta.pop(key, None)
+    if output_path is not None and meta:
+        meta["output_path"] = str(output_path)
+    if meta.get("parameters", {}).get("reports_dir"):  # the staging folder it wrote to: not informative
+        meta["parameters"]["reports_dir"] = "<staging folder, published to reports/>"
     for key in ("input_path", "output_path"):  # repository-relative where possible
         if meta.get(key) and Path(meta[key]).is_relative_to(ROOT):
             meta[key] = str(Path(meta[key]).relative_to(ROOT))
@@ -99,30 +123,102 @@ def _first_line(error: BaseException) -> str:
     return (text.strip().splitlines() or [type(error).__name__])[0][:300]
 
 
+def all_runs(reports: Path) -> pd.DataFrame:
+    """Every row of runs.csv, in the order the runs ended."""
+    path = reports / "runs.csv"
+    return pd.read_csv(path, dtype=str, keep_default_na=False) if path.exists() else pd.DataFrame(columns=RUN_COLUMNS)
+
+
+def best_profile(reports: Path, notebook: str) -> str | None:
+    """The best profile of any successful run of `notebook` (stem) published in `reports`, or None
+    (any, not the latest: a later failed run left the published artefacts in place)."""
+    runs = all_runs(reports)
+    ok = runs[(runs.notebook == notebook) & (runs.status == "ok")]
+    return min(ok.profile, key=lambda p: report.PROFILE_RANK.get(p, 9)) if len(ok) else None
+
+
+def merge_results(src: Path, dest: Path) -> None:
+    """Rows of src/results.csv into dest/results.csv, replacing rows with the same (experiment, setting,
+    metric, profile); written through a temporary file and os.replace (a kill never truncates it)."""
+    new = pd.read_csv(src)
+    old = pd.read_csv(dest) if dest.exists() else pd.DataFrame(columns=report.RESULT_COLUMNS)
+    key = ["experiment", "setting", "metric", "profile"]
+    keep = old[~old.set_index(key).index.isin(new.set_index(key).index)] if len(old) else old
+    merged = pd.concat([keep, new], ignore_index=True)[report.RESULT_COLUMNS]
+    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
+    merged.to_csv(tmp, index=False)
+    os.replace(tmp, dest)
+
+
+def publish(stage: Path, reports: Path, notebook: str, profile: str) -> Path:
+    """Move a successful run's artefacts from `stage` into `reports` -> the folder they went to.
+
+    Result rows always join <reports>/results.csv (they carry their profile). Files (executed copy,
+    tables, figures) go to `reports`, unless it holds a successful run of this notebook in a better
+    profile: then to <reports>/<profile>/, so a lesser run never replaces a better artefact."""
+    best = best_profile(reports, notebook)
+    rank = report.PROFILE_RANK
+    dest = reports / profile if best is not None and rank[best] < rank[profile] else reports
+    reports.mkdir(parents=True, exist_ok=True)
+    if (stage / "results.csv").exists():
+        merge_results(stage / "results.csv", reports / "results.csv")
+    for path in sorted(p for p in stage.rglob("*") if p.is_file() and p.name != "results.csv"):
+        target = dest / path.relative_to(stage)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(path, target)  # same file system: atomic per file
+    return dest
+
+
+def clean_stale_staging(reports: Path) -> None:
+    """Remove staging folders left by runs that were killed (their process no longer exists)."""
+    for stage in reports.glob(".staging-*"):
+        try:
+            pid = int(stage.name.split("-")[-2])
+            os.kill(pid, 0)  # alive: another runner's folder, leave it
+        except (ValueError, IndexError, ProcessLookupError, PermissionError):
+            shutil.rmtree(stage, ignore_errors=True)
+
+
 def run_notebook(source: Path, profile: str, reports: Path, timeout: float | None = None,
                  device: str = "") -> dict:
-    """Execute one notebook with papermill into <reports>/executed/; return its runs.csv row."""
+    """Execute one notebook with papermill in a staging folder and publish it on success; return its
+    runs.csv row. KeyboardInterrupt (Ctrl-C, SIGTERM) propagates after the staging folder is removed."""
     import papermill  # slow import: only when running
 
-    out = reports / "executed" / source.name
+    stage = Path(tempfile.mkdtemp(prefix=f".staging-{source.stem}-{os.getpid()}-", dir=reports))
+    out = stage / "executed" / source.name
     out.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    status, error = "ok", ""
+    status, error, where = "ok", "", ""
     try:
         papermill.execute_notebook(str(source), str(out), parameters=dict(profile=profile,
-                                   reports_dir=str(reports)), kernel_name="python3", cwd=str(ROOT),
+                                   reports_dir=str(stage)), kernel_name="python3", cwd=str(ROOT),
                                    execution_timeout=timeout, progress_bar=False)
+    except KeyboardInterrupt:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
     except Exception as e:  # a failing notebook is logged; the others still run
         status, error = "failed", _first_line(e)
     seconds = time.perf_counter() - start
-    if out.exists():
-        strip_timestamps(out)
+    try:
+        if out.exists():
+            strip_timestamps(out, reports / "executed" / source.name)
+        if status == "ok":
+            where = publish(stage, reports, source.stem, profile)
+        elif out.exists():  # keep the executed copy with the error for inspection, apart from the good one
+            failed = reports / "failed" / profile / source.name
+            failed.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(out, failed)
+            where = failed.parent
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
     return dict(notebook=source.stem, profile=profile, device=device, seconds=round(seconds, 1),
-                commit=git_commit(), status=status, error=error)
+                commit=git_commit(), status=status, error=error, where=str(where))
 
 
 def append_run(row: dict, reports: Path) -> None:
     path = reports / "runs.csv"
+    path.parent.mkdir(parents=True, exist_ok=True)
     new = not path.exists()
     with open(path, "a", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=RUN_COLUMNS)
@@ -133,11 +229,7 @@ def append_run(row: dict, reports: Path) -> None:
 
 def latest_runs(reports: Path) -> pd.DataFrame:
     """The last row of runs.csv for every (notebook, profile), sorted by notebook then profile."""
-    path = reports / "runs.csv"
-    if not path.exists():
-        return pd.DataFrame(columns=RUN_COLUMNS)
-    runs = pd.read_csv(path, dtype=str, keep_default_na=False)
-    runs = runs.drop_duplicates(["notebook", "profile"], keep="last")
+    runs = all_runs(reports).drop_duplicates(["notebook", "profile"], keep="last")
     return runs.sort_values(["notebook", "profile"], kind="stable").reset_index(drop=True)
 
 
@@ -146,7 +238,7 @@ def add_runs_section(reports: Path) -> None:
     runs = latest_runs(reports)
     if runs.empty:
         return
-    runs["status"] = runs.status.map(lambda s: "**FAILED**" if s != "ok" else s)
+    runs["status"] = runs.status.map(lambda s: f"**{s.upper()}**" if s != "ok" else s)
     text = ("\n## Runs\n\nLatest run of each notebook per profile (`python -m romae.reproduce`; full log in "
             "`runs.csv`; executed notebooks in `executed/`, as HTML in `index.html`).\n\n")
     path = reports / "SUMMARY.md"
@@ -201,17 +293,27 @@ def _html_table(df: pd.DataFrame, css: str) -> str:
     head = "".join(f"<th>{html.escape(c)}</th>" for c in df.columns)
     rows = []
     for r in df.itertuples(index=False):
-        cls = str(getattr(r, "status", "")).replace(" ", "-")
+        cls = status_class(str(getattr(r, "status", "")))
         rows.append(f'<tr class="{html.escape(cls)}">' +
                     "".join(f"<td>{html.escape(cell(v))}</td>" for v in r) + "</tr>")
     return f'<table class="{css}">\n<thead><tr>{head}</tr></thead>\n<tbody>\n' + "\n".join(rows) + \
         "\n</tbody>\n</table>"
 
 
+def status_class(state: str) -> str:
+    """CSS class of a status (a row's, or an artefact's summary of its rows)."""
+    text = state.lower()
+    if any(w in text for w in ("worse", "does not hold", "differs", "failed", "interrupted")):
+        return "bad"
+    if any(w in text for w in ("matches", "better", "claim holds", "within tolerance", "figure made", "ok")):
+        return "mixed" if "not run" in text else "good"
+    return "not-run" if "not run" in text or "not made" in text else "neutral"
+
+
 STYLE = """body{font-family:system-ui,sans-serif;max-width:80em;margin:2em auto;padding:0 1em}
 table{border-collapse:collapse;font-size:90%}td,th{border:1px solid #ccc;padding:.2em .5em}
-th{background:#eee}tr.matches td{background:#e6f4e6}tr.within-tolerance td{background:#f4f4dc}
-tr.differs td,tr.failed td{background:#f8e0e0}tr.not-run td{color:#888}"""
+th{background:#eee}tr.good td{background:#e6f4e6}tr.mixed td{background:#f4f4dc}
+tr.bad td{background:#f8e0e0}tr.not-run td{color:#888}"""
 
 
 def build_index(reports: Path) -> Path:
@@ -221,12 +323,19 @@ def build_index(reports: Path) -> Path:
     summary = pd.read_csv(reports / "summary.csv") if (reports / "summary.csv").exists() else \
         report.build_summary(reports)
     runs = latest_runs(reports)
-    failed = set(runs.notebook[runs.status != "ok"])
+    every = all_runs(reports)
+    last = every.drop_duplicates("notebook", keep="last").set_index("notebook").status if len(every) else {}
     items = []
     for page in pages:
-        mark = " <strong>(last run failed)</strong>" if page.stem in failed else ""
+        state = last.get(page.stem, "ok")
+        mark = f" <strong>(last run {html.escape(state)}; this page is the last complete run)</strong>" \
+            if state != "ok" else ""
         items.append(f'<li><a href="html/{html.escape(page.name)}">{html.escape(page.stem)}</a> '
                      f'(<a href="executed/{html.escape(page.stem)}.ipynb">ipynb</a>){mark}</li>')
+    for nb, state in (last.items() if len(last) else []):  # never completed here: listed, no page
+        if state != "ok" and nb not in {p.stem for p in pages}:
+            items.append(f"<li>{html.escape(nb)} <strong>(last run {html.escape(state)}; no complete run yet: "
+                         f"see failed/)</strong></li>")
     body = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>RoMAE compendium: reports</title>
 <style>{STYLE}</style></head><body>
@@ -234,7 +343,12 @@ def build_index(reports: Path) -> Path:
 <p>Generated by <code>python -m romae.reproduce</code>; the same table as
 <a href="SUMMARY.md">SUMMARY.md</a> (<a href="summary.csv">summary.csv</a>).
 <em>smoke</em> rows are seconds-long CI runs, not reproductions.</p>
-<h2>Summary</h2>
+<h2>Paper artefacts</h2>
+<p>One row per table and figure of the paper: the statuses of its rows at their best profile (green: all
+at or better than the paper, or the claim holds; red: some worse, or a claim that does not hold; grey:
+not run yet). <em>(reduced)</em> and <em>(stand-in)</em> mark runs not at the paper's scale or data.</p>
+{_html_table(report.artefact_view(summary, reports), "artefacts")}
+<h2>Every row</h2>
 {_html_table(summary, "summary")}
 <h2>Notebooks</h2>
 <ul>
@@ -252,6 +366,10 @@ def build_index(reports: Path) -> Path:
 
 # ---------------------------------------------------------------- command line
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m romae.reproduce", description=__doc__.split("\n")[0])
     parser.add_argument("--profile", default="quick", help=f"one of {', '.join(PROFILES)} (default quick)")
@@ -267,25 +385,46 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         parser.error(str(e))
     reports = report.reports_path(args.reports).resolve()
+    if profile == "smoke" and not args.reports:  # seconds-long CI runs never touch the front page
+        reports = reports / "smoke"
     reports.mkdir(parents=True, exist_ok=True)
+    clean_stale_staging(reports)
     device = report.device_label()
     print(f"== reproduce: {len(notebooks)} notebook(s), profile {profile}, {device} -> {reports}", flush=True)
-    failed = []
-    for i, nb in enumerate(notebooks, 1):
-        print(f"[{i}/{len(notebooks)}] {nb.name} ...", end=" ", flush=True)
-        row = run_notebook(nb, profile, reports, args.timeout, device)
-        append_run(row, reports)
-        print(f"{row['status']} in {row['seconds']:.1f} s" + (f": {row['error']}" if row["error"] else ""),
-              flush=True)
-        if row["status"] != "ok":
-            failed.append(nb.name)
-    report.build_summary(reports)
-    add_runs_section(reports)
-    index = build_index(reports)
+    failed, interrupted = [], False
+    # SIGTERM (e.g. a CI time-out) is handled like Ctrl-C: log, rebuild the pages, stop
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        for i, nb in enumerate(notebooks, 1):
+            print(f"[{i}/{len(notebooks)}] {nb.name} ...", end=" ", flush=True)
+            start = time.perf_counter()
+            try:
+                row = run_notebook(nb, profile, reports, args.timeout, device)
+            except KeyboardInterrupt:
+                row = dict(notebook=nb.stem, profile=profile, device=device, commit=git_commit(),
+                           seconds=round(time.perf_counter() - start, 1), status="interrupted",
+                           error="interrupted (SIGINT/SIGTERM); the previous artefacts are unchanged")
+                interrupted = True
+            append_run(row, reports)
+            kept = row.get("where") and Path(row["where"]) != reports and row["status"] == "ok"
+            print(f"{row['status']} in {row['seconds']:.1f} s" + (f": {row['error']}" if row["error"] else "")
+                  + (f" (a better profile is published: kept apart in {row['where']})" if kept else ""), flush=True)
+            if row["status"] != "ok":
+                failed.append(nb.name)
+            if interrupted:
+                break
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        report.build_summary(reports)
+        add_runs_section(reports)
+        index = build_index(reports)
     print(f"== summary: {reports / 'SUMMARY.md'}; pages: {index}", flush=True)
+    if interrupted:
+        print("== INTERRUPTED: the reports show the last complete runs", flush=True)
+        return 130
     if failed:
-        print(f"== FAILED: {', '.join(failed)} (executed copies with the error are in {reports / 'executed'})",
-              flush=True)
+        print(f"== FAILED: {', '.join(failed)} (executed copies with the error are in {reports / 'failed' / profile};"
+              " the last good artefacts are unchanged)", flush=True)
         return 1
     return 0
 

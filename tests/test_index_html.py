@@ -39,7 +39,8 @@ def run():
 def test_pages_are_written_and_mathjax_is_local(run):
     index = run.reports / "index.html"
     page = run.reports / "html" / "02_ok.html"
-    assert index.exists() and page.exists() and (run.reports / "html" / "01_fail.html").exists()
+    assert index.exists() and page.exists()
+    assert not (run.reports / "html" / "01_fail.html").exists()  # no complete run: no page, but listed
     text = page.read_text()
     assert f'src="{reproduce.MATHJAX_URL}"' in text
     assert not re.search(r'<script[^>]+src="https?://[^"]*mathjax', text, re.I)
@@ -48,14 +49,15 @@ def test_pages_are_written_and_mathjax_is_local(run):
     size = sum(f.stat().st_size for f in mathjax.rglob("*") if f.is_file())
     assert size < 5e6, f"vendored MathJax is {size / 1e6:.1f} MB"
     html = index.read_text()
-    assert 'href="html/02_ok.html"' in html and "(last run failed)" in html
+    assert 'href="html/02_ok.html"' in html and "01_fail" in html and "(last run failed" in html
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (.ci/run installs it: apt-get install chromium)")
 def test_rendered_in_chromium(run, tmp_path):
     index = dump_dom(run.reports / "index.html", tmp_path / "chromium")
     assert '<table class="summary">' in index and run.row["experiment"] in index
-    assert '<tr class="matches">' in index  # the recorded row, compared with the paper's value
+    assert '<tr class="good">' in index  # the recorded row, compared with the paper's value
+    assert index.index('<table class="artefacts">') < index.index('<table class="summary">')  # compact view first
 
     page = dump_dom(run.reports / "html" / "02_ok.html", tmp_path / "chromium")
     assert re.search(r'<img [^>]*src="data:image/png;base64,', page), "the figure is not on the page"

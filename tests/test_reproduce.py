@@ -90,7 +90,10 @@ def test_failing_notebook_fails_the_run_but_not_the_others(run):
 
 def test_executed_copy_keeps_outputs_without_timestamps(run):
     executed = run.reports / "executed" / "02_ok.ipynb"
-    assert executed.exists() and (run.reports / "executed" / "01_fail.ipynb").exists()
+    # a failed run never lands beside the good copies: its executed copy (with the error) is kept apart
+    assert executed.exists() and not (run.reports / "executed" / "01_fail.ipynb").exists()
+    assert "deliberate failure" in (run.reports / "failed" / "smoke" / "01_fail.ipynb").read_text()
+    assert not list(run.reports.glob(".staging-*"))  # staging folders are removed
     nb = json.loads(executed.read_text())
     assert not {"start_time", "end_time", "duration"} & set(nb["metadata"]["papermill"])
     for cell in nb["cells"]:
@@ -100,7 +103,8 @@ def test_executed_copy_keeps_outputs_without_timestamps(run):
     tags = [c["metadata"].get("tags", []) for c in nb["cells"]]
     assert ["injected-parameters"] in tags
     injected = "".join(nb["cells"][tags.index(["injected-parameters"])]["source"])
-    assert str(run.reports) in injected and '"smoke"' in injected
+    assert str(run.reports / ".staging-02_ok-") in injected and '"smoke"' in injected  # ran in a staging folder
+    assert nb["metadata"]["papermill"]["output_path"] == str(executed)
     # the source notebook is untouched (never executed in place)
     src = json.loads((run.notebooks / "02_ok.ipynb").read_text())
     assert all(c.get("outputs", []) == [] for c in src["cells"]) and "papermill" not in src["metadata"]

@@ -19,13 +19,16 @@ def _num(text: str) -> float | None:
 
 @lru_cache
 def paper_values() -> tuple[dict, ...]:
-    """All rows of paper_values.csv: experiment, setting, metric, paper, paper_std, rule, tolerance, source.
+    """All rows of paper_values.csv: experiment, setting, metric, paper, paper_std, rule, tolerance, better,
+    source.
 
-    `rule` and `tolerance` state how `romae.report.status` compares our number with the paper's.
+    `rule`, `tolerance` and `better` (higher | lower | empty) state how `romae.report.status` compares
+    our number with the paper's and in which direction a difference is an improvement.
     """
     with open(PAPER_VALUES, newline="") as f:
         return tuple({**row, "paper": float(row["paper"]), "paper_std": _num(row["paper_std"]),
-                      "tolerance": float(row["tolerance"])} for row in csv.DictReader(f))
+                      "tolerance": float(row["tolerance"]), "better": row.get("better") or ""}
+                     for row in csv.DictReader(f))
 
 
 def paper_value(experiment: str, setting: str, metric: str) -> float:
@@ -52,3 +55,16 @@ def peer_values(experiment: str) -> list[dict]:
     if not rows:
         raise KeyError(f"no published peer values for {experiment!r} in {PEER_VALUES.name}")
     return rows
+
+
+ARTEFACTS = Path(__file__).with_name("artefacts.csv")
+
+
+@lru_cache
+def artefacts() -> tuple[dict, ...]:
+    """Every table and figure of the paper that the compendium regenerates (artefacts.csv): artefact, kind,
+    paper_ref, notebook (NN prefixes), experiments (ids of paper_values.csv rows checking it), figure
+    (file stem under reports/figures), what."""
+    with open(ARTEFACTS, newline="") as f:
+        return tuple({**row, "notebook": row["notebook"].split(), "experiments": row["experiments"].split()}
+                     for row in csv.DictReader(f))
