@@ -2,13 +2,30 @@
 restyle a figure does not retrain. Entries live under <repo>/.cache/romae/ (git-ignored).
 
     result = cached("table1", cfg_dict, lambda: train_and_evaluate(cfg))
+
+An entry is <name>-<config hash>-<code hash>.pt (torch.save of the result) + a .json twin
+{"config", "code", "sha256"}.
+
+Code version: the key includes `code_version()`, a hash of the package's own source, so an edit to any
+module that can change a result recomputes instead of reusing a stale one. Code outside the package (a
+notebook cell) is not covered: put what matters in the config, or pass `code=` (also for a narrower hash).
+
+Integrity: the twin records the sha256 of the .pt bytes, verified before unpickling. A missing twin, one
+without a hash (older format), a mismatch or a load error is reported by `warnings.warn` naming the file,
+and the entry is recomputed and overwritten. Files are written under unique temporary names and renamed
+into place, under a lock, in the order given in `_publish`.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import io
 import json
 import os
+import tempfile
+import warnings
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable
 
@@ -16,7 +33,18 @@ import torch
 
 from .config import to_json
 
+try:
+    import fcntl
+except ImportError:  # no advisory locks (Windows): a lost race then shows as a hash mismatch, recomputed
+    fcntl = None
+
 CACHE = Path(__file__).resolve().parents[1] / ".cache" / "romae"
+
+# Modules left out of the code version because they cannot change a cached result: report.py and
+# reproduce.py only write reports from results already computed, and cache.py stores results without
+# changing them (verified byte for byte) -- a format change there shows as an unverifiable twin and
+# is recomputed anyway. bench.py stays IN: its table9 produces the cached Table 9 timings.
+NOT_RESULTS = frozenset({"report.py", "reproduce.py", "cache.py"})
 
 
 def config_hash(config: Any) -> str:
@@ -24,22 +52,106 @@ def config_hash(config: Any) -> str:
     return hashlib.sha256(to_json(config).encode()).hexdigest()[:16]
 
 
-def cached(name: str, config: Any, compute: Callable[[], Any], cache_dir: str | Path | None = None,
-           refresh: bool = False) -> Any:
-    """Return compute()'s result for `config`, computing it only if no entry exists (or `refresh`).
+@functools.lru_cache(maxsize=None)
+def code_version(root: str | Path | None = None) -> str:
+    """sha256 over the sorted relative paths and bytes of <root>/**/*.py (root: this package), minus
+    NOT_RESULTS at its top level. Computed once per process and root (`code_version.cache_clear()`)."""
+    root = Path(root) if root is not None else Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for rel in sorted(p.relative_to(root).as_posix() for p in root.rglob("*.py")):
+        if rel in NOT_RESULTS or "__pycache__" in rel.split("/"):
+            continue
+        data = (root / rel).read_bytes()
+        h.update(b"%s\0%d\0" % (rel.encode(), len(data)) + data)
+    return h.hexdigest()
 
-    The result (anything torch.save can store: dicts, tensors, lists, numbers) is written atomically
-    beside the config it came from, <name>-<hash>.pt + .json.
+
+@contextmanager
+def _lock(folder: Path, exclusive: bool):
+    """Advisory lock on <folder>/.lock: writers publish a .pt and its twin as one step for readers."""
+    try:
+        f = open(folder / ".lock", "a") if fcntl is not None else None
+    except OSError:  # a read-only cache folder: readers go without
+        f = None
+    if f is None:
+        yield
+        return
+    with f:
+        fcntl.flock(f, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        yield  # released when the file is closed
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    """Write under a unique temporary name in the same folder, then rename: readers see all or nothing."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _load(path: Path, twin: Path) -> tuple[bool, Any]:
+    """(True, result) for a verified entry, else (False, None) -- with a warning unless simply absent."""
+    if not path.exists():
+        return False, None
+    try:
+        meta = json.loads(twin.read_text())
+        expected = meta.get("sha256") if isinstance(meta, dict) else None
+        data = path.read_bytes()
+    except FileNotFoundError as e:
+        return _unusable(path, "unverifiable", f"{Path(e.filename or twin).name} is missing")
+    except (OSError, ValueError) as e:  # unreadable, or a damaged .json
+        return _unusable(path, "corrupted", f"{type(e).__name__}: {e}")
+    if expected is None:
+        return _unusable(path, "unverifiable", f"{twin.name} records no sha256 (older format)")
+    actual = hashlib.sha256(data).hexdigest()
+    if actual != expected:
+        return _unusable(path, "corrupted", f"sha256 {actual[:12]}, {twin.name} says {str(expected)[:12]}")
+    try:
+        return True, torch.load(io.BytesIO(data), weights_only=False)
+    except Exception as e:  # noqa: BLE001 -- whatever unpickling raises
+        return _unusable(path, "corrupted", f"{type(e).__name__}: {e}")
+
+
+def _unusable(path: Path, verdict: str, reason: str) -> tuple[bool, None]:
+    warnings.warn(f"results cache entry {path} is {verdict} ({reason}); recomputing", stacklevel=4)
+    return False, None
+
+
+def _publish(path: Path, twin: Path, data: bytes, meta: dict) -> None:
+    """Remove the old twin, move the .pt into place, then the twin: a crash in between leaves a .pt with
+    no twin (unverifiable, recomputed), never a twin whose hash vouches for the wrong bytes."""
+    with _lock(path.parent, exclusive=True):
+        twin.unlink(missing_ok=True)
+        _write_atomic(path, data)
+        _write_atomic(twin, (json.dumps(meta, sort_keys=True, indent=1, default=str) + "\n").encode())
+
+
+def cached(name: str, config: Any, compute: Callable[[], Any], cache_dir: str | Path | None = None,
+           refresh: bool = False, *, code: str | None = None) -> Any:
+    """Return compute()'s result for `config` and the code that produced it, computing it only if no
+    verified entry exists (or `refresh`).
+
+    The result (anything torch.save can store: dicts, tensors, lists, numbers) is stored beside its
+    config, code version and sha256. `code`: the code version to key on (default `code_version()`).
     """
     folder = Path(cache_dir) if cache_dir else CACHE
-    key = f"{name}-{config_hash(config)}"
-    path = folder / f"{key}.pt"
-    if path.exists() and not refresh:
-        return torch.load(path, weights_only=False)
+    code = code_version() if code is None else code
+    key = f"{name}-{config_hash(config)}-{hashlib.sha256(code.encode()).hexdigest()[:8]}"
+    path, twin = folder / f"{key}.pt", folder / f"{key}.json"
+    if not refresh and path.exists():
+        with _lock(folder, exclusive=False):
+            found, result = _load(path, twin)
+        if found:
+            return result
     result = compute()
+    buf = io.BytesIO()
+    torch.save(result, buf)
+    data = buf.getvalue()
     folder.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    torch.save(result, tmp)
-    os.replace(tmp, path)  # atomic: a crash never leaves a half-written entry
-    (folder / f"{key}.json").write_text(to_json(config) + "\n")
+    meta = {"config": json.loads(to_json(config)), "code": code, "sha256": hashlib.sha256(data).hexdigest()}
+    _publish(path, twin, data, meta)
     return result
