@@ -10,15 +10,23 @@ and no sampler state need saving.
 Resume is exact on CPU: training N steps in one go, or k steps (`max_steps=k`) and then the rest
 from the checkpoint, gives identical weights, dropout and in-forward random masking included,
 because the RNG states are saved and each epoch's order is a function of (seed, epoch) alone.
+
+An out_dir is guarded: one fit at a time (an flock on out_dir/.lock), resume refuses a changed
+configuration unless told, checkpoints carry sha256 sums of their files, and the checkpoint before the
+last is kept as checkpoint.prev/ while a run is unfinished, to resume from if checkpoint/ is corrupted.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import hashlib
 import json
 import math
+import os
 import random
 import shutil
+import socket
 import time
 import warnings
 from dataclasses import dataclass
@@ -29,13 +37,18 @@ import numpy as np
 import torch
 from accelerate import Accelerator
 from accelerate.state import AcceleratorState
-from accelerate.utils import gather_object
+from accelerate.utils import broadcast_object_list, gather_object
 from safetensors.torch import load_file, save_file
 from torch.optim.lr_scheduler import LambdaLR
 from torch.utils.data import default_collate
 from tqdm import tqdm  # plain text bars: no ipywidgets needed in notebooks
 
 from romae.config import TrainConfig
+
+try:
+    import fcntl
+except ImportError:  # Windows: no flock, so out_dir is not locked there
+    fcntl = None
 
 
 class ArrayDataset:
@@ -152,6 +165,16 @@ def _set_rng_state(state: dict) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
+# A run's out_dir: checkpoint/ is the newest checkpoint; checkpoint.prev/ the one before it, kept while the
+# run is unfinished to fall back to if checkpoint/ turns out corrupted; checkpoint.old/ exists only in the
+# middle of a swap, checkpoint.tmp-<pid>/ while that process writes a new one, and .lock while a fit runs.
+_WEIGHTS, _STATE, _CONFIG = "model.safetensors", "train_state.pt", "config.json"
+
+
+def _sibling(ckpt: Path, suffix: str) -> Path:
+    return ckpt.with_name(f"{ckpt.name}.{suffix}")
+
+
 def _checkpoint_file(path: str | Path, name: str) -> Path:
     """Accept a checkpoint directory, a run's out_dir (holding checkpoint/) or the file itself."""
     path = Path(path)
@@ -161,9 +184,46 @@ def _checkpoint_file(path: str | Path, name: str) -> Path:
     raise FileNotFoundError(f"no {name} at {path} (nor in {path / 'checkpoint'})")
 
 
+def _sha256(file: Path) -> str:
+    with file.open("rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def _json(file: Path):
+    return json.loads(file.read_text(errors="replace"))  # garbled bytes fail as JSON, not as UTF-8
+
+
+def _load_checked(file: Path, checksums: dict, loader):
+    """loader(file), once file matches its sha256 in `checksums` (if listed there) -> ValueError naming the
+    file when it is missing, corrupted or unreadable."""
+    if not file.is_file():
+        raise ValueError(f"{file} is missing")
+    # A flipped bit in tensor data loads without complaint: only the checksum notices it.
+    if file.name in checksums and _sha256(file) != checksums[file.name]:
+        raise ValueError(f"{file} is corrupted: its sha256 differs from the one saved in {_CONFIG}")
+    try:
+        return loader(file)
+    except Exception as e:  # cut short or garbled: safetensors, zip, pickle and JSON errors alike
+        raise ValueError(f"{file} is unreadable ({type(e).__name__}: {e})") from e
+
+
+def _read_checkpoint(folder: Path) -> tuple[dict, dict, dict]:
+    """(weights, train_state, config) of a checkpoint folder, checked against the sha256 sums in its
+    config.json; checkpoints from before those sums were saved are only checked by loading them."""
+    config = _load_checked(folder / _CONFIG, {}, _json)
+    sums = config.get("checksums", {})
+    weights = _load_checked(folder / _WEIGHTS, sums, partial(load_file, device="cpu"))
+    state = _load_checked(folder / _STATE, sums, partial(torch.load, map_location="cpu", weights_only=False))
+    return weights, state, config
+
+
 def load_state(path: str | Path) -> dict[str, torch.Tensor]:
-    """The weights of a checkpoint (a checkpoint folder, a run's out_dir, or the .safetensors file)."""
-    return load_file(_checkpoint_file(path, "model.safetensors"), device="cpu")
+    """The weights of a checkpoint (a checkpoint folder, a run's out_dir, or the .safetensors file), checked
+    against the sha256 in the config.json beside them when it has one (ValueError if they differ)."""
+    file = _checkpoint_file(path, _WEIGHTS)
+    config = file.with_name(_CONFIG)
+    sums = _load_checked(config, {}, _json).get("checksums", {}) if config.is_file() else {}
+    return _load_checked(file, sums, partial(load_file, device="cpu"))
 
 
 def load_checkpoint(model: torch.nn.Module, path: str | Path, strict: bool = True):
@@ -172,37 +232,214 @@ def load_checkpoint(model: torch.nn.Module, path: str | Path, strict: bool = Tru
 
 
 def read_config(path: str | Path) -> dict:
-    """The config.json saved beside a checkpoint: the model config, "train" (TrainConfig) and "step"."""
-    return json.loads(_checkpoint_file(path, "config.json").read_text())
+    """The config.json saved beside a checkpoint: the model config, "train" (TrainConfig), "step",
+    "total_steps" and "checksums" (sha256 of the checkpoint's other files)."""
+    return _load_checked(_checkpoint_file(path, _CONFIG), {}, _json)
 
 
-def _save_checkpoint(ckpt: Path, accelerator, model, train_state: dict, mine: dict, config: dict) -> None:
-    """Write checkpoint/ atomically: fill a sibling .tmp, then swap it in; a crash leaves an intact copy.
+def _save_checkpoint(ckpt: Path, accelerator, model, train_state: dict, mine: dict, config: dict,
+                     keep_prev: bool = True) -> None:
+    """Write checkpoint/ atomically: fill checkpoint.tmp-<pid>, then swap it in; a crash leaves an intact
+    copy. The replaced checkpoint becomes checkpoint.prev/ (replacing the older one), or with
+    `keep_prev=False` is deleted, with any prev. config.json records the other files' sha256.
 
     `mine` is this process's own state (RNGs, log window); one per process is kept, by rank.
     """
     ranks = gather_object([{**mine, "rng": _rng_state()}])  # a collective: every process calls it
     if accelerator.is_main_process:
-        tmp, old = ckpt.with_name(ckpt.name + ".tmp"), ckpt.with_name(ckpt.name + ".old")
+        tmp, old = _sibling(ckpt, f"tmp-{os.getpid()}"), _sibling(ckpt, "old")  # tmp: no process shares it
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
         # copy=True also un-shares tied tensors, which safetensors refuses to save.
         state = {k: v.detach().to("cpu", copy=True).contiguous() for k, v in model.state_dict().items()}
-        save_file(state, tmp / "model.safetensors")
-        torch.save({**train_state, "ranks": ranks}, tmp / "train_state.pt")
-        (tmp / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True, default=str))
+        save_file(state, tmp / _WEIGHTS)
+        torch.save({**train_state, "ranks": ranks}, tmp / _STATE)
+        sums = {name: _sha256(tmp / name) for name in (_WEIGHTS, _STATE)}
+        config = {**config, "checksums": sums}
+        (tmp / _CONFIG).write_text(json.dumps(config, indent=2, sort_keys=True, default=str))
         if ckpt.exists():
             shutil.rmtree(old, ignore_errors=True)
-            ckpt.rename(old)
+            ckpt.rename(old)  # killed before the next rename: fit's start moves it back (_repair_swap)
         tmp.rename(ckpt)
-        shutil.rmtree(old, ignore_errors=True)
+        _retire_old(ckpt, keep_prev)
     accelerator.wait_for_everyone()
+
+
+def _retire_old(ckpt: Path, keep_prev: bool = True) -> None:
+    """The last part of a swap: checkpoint.old/ (the replaced checkpoint) becomes checkpoint.prev/ or goes."""
+    old, prev = _sibling(ckpt, "old"), _sibling(ckpt, "prev")
+    if keep_prev and not old.exists():
+        return
+    shutil.rmtree(prev, ignore_errors=True)
+    if keep_prev:
+        old.rename(prev)
+    else:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _repair_swap(ckpt: Path) -> None:
+    """Finish what a process killed inside _save_checkpoint left (the caller holds the lock: no one else
+    writes here): checkpoint.old/ is put back if the new checkpoint never arrived, else retired as prev."""
+    old = _sibling(ckpt, "old")
+    if old.exists() and not ckpt.exists():
+        old.rename(ckpt)
+    _retire_old(ckpt)
+    for tmp in ckpt.parent.glob(f"{ckpt.name}.tmp*"):  # half-written by dead processes
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _settle_checkpoint(ckpt: Path) -> tuple[dict, dict, dict] | None:
+    """(weights, train_state, config) of the checkpoint to resume from, read and checked, or None if there
+    is none. If checkpoint/ is bad (a file missing, corrupted or unreadable) but checkpoint.prev/ is good,
+    warn, keep the bad one as checkpoint.corrupt/ and move prev in its place; if neither is, ValueError."""
+    prev = _sibling(ckpt, "prev")
+    if not ckpt.exists() and not prev.exists():
+        return None
+    try:
+        if ckpt.exists():
+            return _read_checkpoint(ckpt)
+        problem = f"{ckpt} is missing"
+    except ValueError as e:
+        problem = str(e)
+    try:
+        if not prev.exists():
+            raise ValueError(f"there is no {prev}")
+        loaded = _read_checkpoint(prev)
+    except ValueError as e:
+        raise ValueError(f"cannot resume: {problem}; no good previous checkpoint either ({e}). Start over with "
+                         "resume=False, or use a fresh out_dir") from None
+    warnings.warn(f"{problem}; resuming from the previous checkpoint (step {loaded[1]['step']}) instead, the "
+                  f"bad one is kept as {ckpt.name}.corrupt", stacklevel=2)
+    if ckpt.exists():
+        corrupt = _sibling(ckpt, "corrupt")
+        shutil.rmtree(corrupt, ignore_errors=True)
+        ckpt.rename(corrupt)  # out of the way, so the next save does not keep it as prev
+    prev.rename(ckpt)
+    return loaded
+
+
+@contextlib.contextmanager
+def _lock(out_dir: str | Path):
+    """Hold out_dir/.lock exclusively for the `with` block, or raise RuntimeError naming its holder.
+
+    An flock, which the kernel drops when its process dies (kill -9 too): a lock file left behind never
+    blocks. The file is removed on the way out, so a process that opened it just before must check that
+    the file it locked is still the one named .lock.
+    """
+    path = Path(out_dir) / ".lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if fcntl is None:
+        yield
+        return
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pid, host = (os.read(fd, 256).decode(errors="replace").split() + ["?", "?"])[:2]
+            os.close(fd)
+            raise RuntimeError(f"another fit (pid {pid} on host {host}) is using {out_dir}; wait for it or use "
+                               "another out_dir") from None
+        try:
+            if os.path.samestat(os.fstat(fd), os.stat(path)):
+                break
+        except FileNotFoundError:
+            pass
+        os.close(fd)  # its holder removed it meanwhile: lock the new one
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()} {socket.gethostname()}\n".encode())
+        yield
+    finally:
+        path.unlink(missing_ok=True)  # before unlocking: see above
+        os.close(fd)
+
+
+def _on_main(accelerator, fn):
+    """fn() on the main process only; every process returns its result or raises its exception, so a
+    failure there does not leave the others waiting at the next collective."""
+    result, error = None, None
+    if accelerator.is_main_process:
+        try:
+            result = fn()
+        except Exception as e:  # raised below, on every process
+            error = e
+    if accelerator.num_processes > 1:
+        result, error = broadcast_object_list([result, error])
+    if error is not None:
+        raise error
+    return result
+
+
+# TrainConfig fields that change only what is shown, never the weights: a resumed run may change them.
+_DISPLAY_ONLY = ("progress", "log_every")
+_ABSENT = "(absent)"
+
+
+def _diff(saved: dict, now: dict, prefix: str = "") -> dict[str, dict]:
+    """{dotted name: {"saved": a, "now": b}} for each entry that differs; nested dicts entry by entry."""
+    changes = {}
+    for key in sorted(saved.keys() | now.keys()):
+        a, b = saved.get(key, _ABSENT), now.get(key, _ABSENT)
+        if isinstance(a, dict) and isinstance(b, dict):
+            changes.update(_diff(a, b, f"{prefix}{key}."))
+        elif a != b:
+            changes[f"{prefix}{key}"] = {"saved": a, "now": b}
+    return changes
+
+
+def _config_changes(saved: dict, now: dict) -> dict[str, dict]:
+    """How `now` ({**model config, "train": TrainConfig dict}) differs from a checkpoint's config.json,
+    display-only fields aside; the model config counts only when both sides have one."""
+    def comparable(config: dict) -> dict:
+        # as config.json reads back: tuples are lists (betas), other objects strings
+        config = json.loads(json.dumps(config, default=str))
+        config = {k: v for k, v in config.items() if k not in ("step", "total_steps", "checksums")}
+        if isinstance(config.get("train"), dict):
+            config["train"] = {k: v for k, v in config["train"].items() if k not in _DISPLAY_ONLY}
+        return config
+
+    saved, now = comparable(saved), comparable(now)
+    keys = {"train"} & saved.keys() & now.keys()
+    if saved.keys() - {"train"} and now.keys() - {"train"}:
+        keys |= (saved.keys() | now.keys()) - {"train"}
+    return _diff({k: v for k, v in saved.items() if k in keys}, {k: v for k, v in now.items() if k in keys})
+
+
+def _config_error(ckpt: Path, changes: dict) -> str:
+    show = lambda v: v if v == _ABSENT else json.dumps(v)  # noqa: E731
+    lines = "".join(f"\n  {name}: {show(c['saved'])} -> {show(c['now'])}" for name, c in changes.items())
+    return (f"{ckpt} was saved with another configuration:{lines}\nResuming would go on with its optimizer "
+            "state and schedule under the new settings. Use a fresh out_dir, resume=False to start over, or "
+            "allow_config_change=True to continue anyway.")
 
 
 def _append(path: Path | None, row: dict) -> None:
     if path is not None:
         with path.open("a") as f:
             f.write(json.dumps(row) + "\n")
+
+
+def _read_history(path: Path) -> list[dict]:
+    """The rows of history.jsonl. A last line cut short (no newline after it, not JSON: the process was
+    killed while writing it) is dropped with a warning; any other bad line is a ValueError."""
+    lines = path.read_text(errors="replace").split("\n")  # ends with "" when the file ends with a newline
+    rows = []
+    for i, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError:
+            row = None
+        if isinstance(row, dict) and "step" in row:
+            rows.append(row)
+        elif i == len(lines):
+            warnings.warn(f"dropped a partial last line of {path} (line {i}, cut short by a kill)", stacklevel=3)
+        else:
+            raise ValueError(f"{path}, line {i} is not a history row: {line[:80]!r}; fix or delete that line "
+                             "(or start over with resume=False)")
+    return rows
 
 
 def _train_step(model, optimizer, scheduler, batch: dict, accelerator, params: list, cfg: TrainConfig,
@@ -293,7 +530,7 @@ def predict(model: torch.nn.Module, data, batch_size: int = 256, device: str | t
 def fit(model: torch.nn.Module, train_data, cfg: TrainConfig, *, val_data=None,
         out_dir: str | Path | None = None, resume: bool = True, config: dict | None = None,
         callback=None, device: str | None = None, max_steps: int | None = None,
-        metrics=()) -> FitResult:
+        metrics=(), allow_config_change: bool = False) -> FitResult:
     """Train `model` on `train_data` as `cfg` says; checkpoints, history.jsonl go to `out_dir`.
 
     `model(**batch)` -> (output, loss: scalar). Steps per epoch = ceil(len / (batch_size * processes));
@@ -304,6 +541,11 @@ def fit(model: torch.nn.Module, train_data, cfg: TrainConfig, *, val_data=None,
     validation row on the main process. `device="cpu"` forces the CPU; None lets Accelerate choose.
     `metrics`: names from `romae.metrics.METRICS` ("accuracy", "macro_f1", "mse") or {name: fn(y_true,
     y_pred)}; each validation row then holds them beside val_loss (val_data needs labels).
+
+    One fit at a time may use an out_dir (another raises RuntimeError). Resuming refuses (ValueError) a
+    `cfg` or `config` other than the checkpoint's, cfg.progress and cfg.log_every aside, unless
+    `allow_config_change`; a {"event": "config_changed"} history row then records the changes. A corrupted
+    checkpoint/ is set aside with a warning and checkpoint.prev/ resumed instead, when that one is good.
     """
     from .metrics import resolve_metrics  # metrics imports nothing from here
 
@@ -336,89 +578,110 @@ def fit(model: torch.nn.Module, train_data, cfg: TrainConfig, *, val_data=None,
 
     out = Path(out_dir) if out_dir is not None else None
     ckpt, hist_path = (out / "checkpoint", out / "history.jsonl") if out else (None, None)
-    if out and main:
-        out.mkdir(parents=True, exist_ok=True)
-        old = ckpt.with_name("checkpoint.old")
-        if not ckpt.exists() and old.exists():
-            old.rename(ckpt)  # a crash between the two renames of _save_checkpoint
-    accelerator.wait_for_everyone()
-
-    step, seconds, history, rng = 0, 0.0, [], None
-    window = {"loss": 0.0, "grad_norm": 0.0, "n": 0}  # running sums since the last history row
-    if resume and ckpt is not None and ckpt.exists():
-        load_checkpoint(inner, ckpt)
-        state = torch.load(ckpt / "train_state.pt", map_location="cpu", weights_only=False)
-        if state["steps_per_epoch"] != steps_per_epoch:
-            raise ValueError(f"checkpoint has {state['steps_per_epoch']} steps/epoch, this run "
-                             f"{steps_per_epoch}: same data, batch size and process count are needed")
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        step, seconds = state["step"], state["seconds"]
-        mine = state["ranks"][rank] if rank < len(state["ranks"]) else state["ranks"][0]
-        rng, window = mine["rng"], mine["window"]
-        if hist_path.exists():
-            rows = [json.loads(line) for line in hist_path.read_text().splitlines() if line.strip()]
-            history = [r for r in rows if r["step"] <= step]  # rows after the checkpoint are redone
-    if hist_path is not None and main:
-        hist_path.write_text("".join(json.dumps(r) + "\n" for r in history))
-    if step >= stop:
-        return FitResult(accelerator.unwrap_model(model, keep_fp32_wrapper=False), history, step, out)
-    if rng is not None:
-        _set_rng_state(rng)  # last, so nothing between here and the first batch draws from the RNGs
-
-    def log(row):
-        history.append(row)
-        if main:
-            _append(hist_path, row)
-
     saved_config = {**(dataclasses.asdict(config) if dataclasses.is_dataclass(config) else config or {}),
                     "train": cfg.to_dict()}
-    params = [p for p in model.parameters() if p.requires_grad]
-    bar = tqdm(total=stop, initial=step, disable=not (cfg.progress and main), desc="train")
-    t0 = time.perf_counter() - seconds
-    model.train()
-    epoch = step // steps_per_epoch
-    while step < stop:
-        # The order depends on (seed, epoch) only, so a resumed run skips done batches by arithmetic.
-        perm = torch.randperm(len(train_data), generator=torch.Generator().manual_seed(cfg.seed + epoch))
-        for b in range(step - epoch * steps_per_epoch, steps_per_epoch):
-            batch = _to_device(_fetch(train_data, _shard(perm, b, cfg.batch_size, rank, n_proc)), dev)
-            lr = optimizer.param_groups[0]["lr"]  # the rate this step uses
-            loss, grad_norm = _train_step(model, optimizer, scheduler, batch, accelerator, params, cfg, step)
-            step += 1
-            bar.update(1)
-            # grad_norm stays a tensor until a row is written: one host sync less per step.
-            window = {"loss": window["loss"] + loss, "grad_norm": window["grad_norm"] + grad_norm,
-                      "n": window["n"] + 1}
-            ep = round(step / steps_per_epoch, 4)  # 1.0 = end of the first epoch
-            if step % cfg.log_every == 0 or step == total_steps:
-                n, mean_loss = window["n"], window["loss"] / window["n"]
-                if n_proc > 1:  # the global batch's loss, not only this process's share of it
-                    mean_loss = accelerator.reduce(torch.tensor(mean_loss, device=dev), "mean").item()
-                log({"step": step, "epoch": ep, "lr": lr, "loss": mean_loss,
-                     "grad_norm": float(window["grad_norm"]) / n, "seconds": time.perf_counter() - t0})
-                bar.set_postfix(loss=f"{mean_loss:.4g}", lr=f"{lr:.3g}")
-                window = {"loss": 0.0, "grad_norm": 0.0, "n": 0}
-            due = step % cfg.eval_every == 0 if cfg.eval_every else step % steps_per_epoch == 0
-            if val_data is not None and (due or step == total_steps):
-                row = {"step": step, "epoch": ep,
-                       **_evaluate(inner, val_data, cfg.batch_size, accelerator, metric_fns)}
-                log(row)
-                if callback is not None and main:
-                    callback(row, inner)
-            periodic = cfg.checkpoint_every and step % cfg.checkpoint_every == 0
-            if ckpt is not None and (step == stop or periodic):
-                train_state = {"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
-                               "step": step, "epoch": epoch, "steps_per_epoch": steps_per_epoch,
-                               "seconds": time.perf_counter() - t0}
-                mine = {"window": {**window, "grad_norm": float(window["grad_norm"])}}
-                _save_checkpoint(ckpt, accelerator, inner, train_state, mine,
-                                 {**saved_config, "step": step, "total_steps": total_steps})
-            if step >= stop:
-                break
-        epoch += 1
-    bar.close()
-    return FitResult(accelerator.unwrap_model(model, keep_fp32_wrapper=False), history, step, out)
+    with contextlib.ExitStack() as held:  # out_dir's lock, released when fit ends, however it ends
+        if out is not None:
+            _on_main(accelerator, lambda: held.enter_context(_lock(out)))
+            _on_main(accelerator, lambda: _repair_swap(ckpt))
+
+        step, seconds, history, rng = 0, 0.0, [], None
+        window = {"loss": 0.0, "grad_norm": 0.0, "n": 0}  # running sums since the last history row
+        found = None  # the main process reads the checkpoint while checking it; the others read it after
+
+        def settle():
+            nonlocal found
+            found = _settle_checkpoint(ckpt)
+            return found is not None
+
+        resumed = resume and out is not None and _on_main(accelerator, settle)
+        if resumed:
+            weights, state, saved = found or _read_checkpoint(ckpt)
+            changes = _config_changes(saved, saved_config)
+            if changes and not allow_config_change:
+                raise ValueError(_config_error(ckpt, changes))
+            if state["steps_per_epoch"] != steps_per_epoch:
+                raise ValueError(f"checkpoint has {state['steps_per_epoch']} steps/epoch, this run "
+                                 f"{steps_per_epoch}: same data, batch size and process count are needed")
+            inner.load_state_dict(weights)
+            optimizer.load_state_dict(state["optimizer"])
+            scheduler.load_state_dict(state["scheduler"])
+            step, seconds = state["step"], state["seconds"]
+            mine = state["ranks"][rank] if rank < len(state["ranks"]) else state["ranks"][0]
+            rng, window = mine["rng"], mine["window"]
+            if hist_path.exists():  # rows after the checkpoint are redone
+                history = [r for r in _read_history(hist_path) if r["step"] <= step]
+            if changes and step < stop:  # recorded when training goes on under them
+                history.append({"step": step, "event": "config_changed", "changes": changes})
+        if hist_path is not None and main:
+            hist_path.write_text("".join(json.dumps(r) + "\n" for r in history))
+        if step >= stop:
+            return FitResult(accelerator.unwrap_model(model, keep_fp32_wrapper=False), history, step, out)
+        if rng is not None:
+            _set_rng_state(rng)  # last, so nothing between here and the first batch draws from the RNGs
+
+        def log(row):
+            history.append(row)
+            if main:
+                _append(hist_path, row)
+
+        # The checkpoint a save replaces is kept as prev only if it is this run's own: not on a fresh start
+        # (it would be another run's), nor at the end (a finished run is not continued, nor falls back).
+        keep_prev = resumed
+        params = [p for p in model.parameters() if p.requires_grad]
+        bar = tqdm(total=stop, initial=step, disable=not (cfg.progress and main), desc="train")
+        t0 = time.perf_counter() - seconds
+        model.train()
+        epoch = step // steps_per_epoch
+        while step < stop:
+            # The order depends on (seed, epoch) only, so a resumed run skips done batches by arithmetic.
+            perm = torch.randperm(len(train_data), generator=torch.Generator().manual_seed(cfg.seed + epoch))
+            for b in range(step - epoch * steps_per_epoch, steps_per_epoch):
+                batch = _to_device(_fetch(train_data, _shard(perm, b, cfg.batch_size, rank, n_proc)), dev)
+                lr = optimizer.param_groups[0]["lr"]  # the rate this step uses
+                loss, grad_norm = _train_step(model, optimizer, scheduler, batch, accelerator, params, cfg, step)
+                step += 1
+                bar.update(1)
+                # grad_norm stays a tensor until a row is written: one host sync less per step.
+                window = {"loss": window["loss"] + loss, "grad_norm": window["grad_norm"] + grad_norm,
+                          "n": window["n"] + 1}
+                ep = round(step / steps_per_epoch, 4)  # 1.0 = end of the first epoch
+                if step % cfg.log_every == 0 or step == total_steps:
+                    n, mean_loss = window["n"], window["loss"] / window["n"]
+                    if n_proc > 1:  # the global batch's loss, not only this process's share of it
+                        mean_loss = accelerator.reduce(torch.tensor(mean_loss, device=dev), "mean").item()
+                    log({"step": step, "epoch": ep, "lr": lr, "loss": mean_loss,
+                         "grad_norm": float(window["grad_norm"]) / n, "seconds": time.perf_counter() - t0})
+                    bar.set_postfix(loss=f"{mean_loss:.4g}", lr=f"{lr:.3g}")
+                    window = {"loss": 0.0, "grad_norm": 0.0, "n": 0}
+                due = step % cfg.eval_every == 0 if cfg.eval_every else step % steps_per_epoch == 0
+                if val_data is not None and (due or step == total_steps):
+                    row = {"step": step, "epoch": ep,
+                           **_evaluate(inner, val_data, cfg.batch_size, accelerator, metric_fns)}
+                    log(row)
+                    if callback is not None and main:
+                        callback(row, inner)
+                periodic = cfg.checkpoint_every and step % cfg.checkpoint_every == 0
+                if ckpt is not None and (step == stop or periodic):
+                    train_state = {"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+                                   "step": step, "epoch": epoch, "steps_per_epoch": steps_per_epoch,
+                                   "seconds": time.perf_counter() - t0}
+                    mine = {"window": {**window, "grad_norm": float(window["grad_norm"])}}
+                    _save_checkpoint(ckpt, accelerator, inner, train_state, mine,
+                                     {**saved_config, "step": step, "total_steps": total_steps},
+                                     keep_prev=keep_prev and step < total_steps)
+                    keep_prev = True
+                if step >= stop:
+                    break
+            epoch += 1
+        bar.close()
+        return FitResult(accelerator.unwrap_model(model, keep_fp32_wrapper=False), history, step, out)
+
+def training_seconds(history: list[dict], fallback: float) -> float:
+    """Training time of a run from its history (the last row's `seconds` counts across resumes), so a run
+    that was resumed, or found finished, reports the time it really took; `fallback` if it logged none."""
+    times = [r["seconds"] for r in history if "seconds" in r]
+    return float(times[-1]) if times else fallback
 
 
 def fit_cached(name: str, model_cls, model_cfg, data, cfg: TrainConfig, key: dict, *, seed: int,
@@ -433,11 +696,13 @@ def fit_cached(name: str, model_cls, model_cfg, data, cfg: TrainConfig, key: dic
     `pretrained`: encoder weights loaded with `model.load_encoder` before training (the key must name
     them, e.g. by the pre-training's cache key). Other keywords (val_data, metrics) go to `fit`.
     """
-    from .cache import cached, config_hash  # the cache module is independent of training
+    from .cache import cached, code_version, config_hash  # the cache module is independent of training
 
     key = dict(key, model=model_cfg.to_dict(), train={k: v for k, v in cfg.to_dict().items() if k != "progress"},
                init_seed=seed)
-    run_id = f"{name}-{config_hash(key)}"
+    # the code version too: a checkpoint folder of other code must not be resumed (a finished one would be
+    # returned as it is, and cached under the new code's key)
+    run_id = f"{name}-{config_hash(dict(key, code=code_version()))}"
     out_dir = Path(__file__).resolve().parents[1] / "runs" / run_id if checkpoints else None
 
     def compute():
@@ -449,7 +714,7 @@ def fit_cached(name: str, model_cls, model_cfg, data, cfg: TrainConfig, key: dic
         data_ = data if isinstance(data, ArrayDataset) else ArrayDataset(**data)
         res = fit(model, data_, cfg, out_dir=out_dir, config=model_cfg, resume=not refresh, **fit_kwargs)
         return dict(state_dict={k: v.detach().cpu() for k, v in res.model.state_dict().items()},
-                    history=res.history, steps=res.steps, seconds=time.perf_counter() - t0)
+                    history=res.history, steps=res.steps, seconds=training_seconds(res.history, time.perf_counter() - t0))
 
     # run_id names this result: a later stage that starts from it (fine-tuning) puts it in its own key
     return {**cached(name, key, compute, cache_dir=cache_dir, refresh=refresh), "run_id": run_id}
