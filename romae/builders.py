@@ -202,7 +202,7 @@ def from_sequences(values: Sequence, times: Sequence | None = None, labels=None,
     like: the training TokenDataset: reuse its standardiser and classes (for test or new data); without
     it, the standardiser is fitted here (per-channel mean/std over the real, observed values).
     fill: 'interpolate' (linear in time within the sample) or 'mean' for partly missing steps.
-    -> values [B, N, C] float32, positions [B, 1, N], pad_mask [B, N], labels [B] (if given).
+    -> values [B, N, C] float32, positions [B, 1, N] float64, pad_mask [B, N], labels [B] (if given).
     """
     _check_like(like, standardize)
     if fill not in ("interpolate", "mean"):
@@ -250,7 +250,8 @@ def from_sequences(values: Sequence, times: Sequence | None = None, labels=None,
     v = torch.nan_to_num(v, nan=0.0)  # remaining gaps (fill='mean', never-observed channels): the mean
     v[torch.as_tensor(pad)] = 0.0
     y, classes = _encode_labels(labels, like.classes if like is not None else classes, len(rows))
-    tensors = dict(values=v, positions=torch.as_tensor(pos[..., 0][:, None, :], dtype=torch.float32),
+    # positions stay float64: RoPE forms its angles in float64, so large times (Unix seconds) keep their digits
+    tensors = dict(values=v, positions=torch.as_tensor(pos[..., 0][:, None, :], dtype=torch.float64),
                    pad_mask=torch.as_tensor(pad))
     if y is not None:
         tensors["labels"] = y
@@ -329,7 +330,7 @@ def from_long(df: pd.DataFrame, *, id: str, time: str, variable: str, value: str
         v = scaler.transform(v, var)
     v[torch.as_tensor(pad)] = 0.0
     y, classes = _encode_labels(labels, like.classes if like is not None else classes, len(groups))
-    tensors = dict(values=v, positions=torch.as_tensor(pos, dtype=torch.float32).transpose(1, 2).contiguous(),
+    tensors = dict(values=v, positions=torch.as_tensor(pos, dtype=torch.float64).transpose(1, 2).contiguous(),
                    pad_mask=torch.as_tensor(pad))
     if y is not None:
         tensors["labels"] = y

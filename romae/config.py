@@ -97,6 +97,8 @@ class RoMAEConfig:
     head_dropout: float = 0.0  # dropout before the head's RMSNorm (authors' code)
     init: str | None = None  # None: as the authors (PyTorch default for pre-training,
     #                          truncated normal 0.02 for fine-tuning); or "default" | "trunc_normal"
+    mask_token_init: str = "zeros"  # zeros: the authors'; "normal": MAE's N(0, 0.02) (facebookresearch/mae);
+    #                                 pre-training only; independent of `init`
 
     def __post_init__(self):
         if isinstance(self.encoder, dict):
@@ -115,6 +117,9 @@ class RoMAEConfig:
             raise ValueError(f"label_smoothing must lie in [0, 1), got {self.label_smoothing}")
         if self.init not in (None, "default", "trunc_normal"):
             raise ValueError(f"unknown init {self.init!r}; choose None, 'default' or 'trunc_normal'")
+        if self.mask_token_init not in ("zeros", "normal"):
+            raise ValueError(f"unknown mask_token_init {self.mask_token_init!r}; choose 'zeros' (the authors') "
+                             "or 'normal' (MAE's N(0, 0.02))")
         if not 0.0 <= self.p <= 1.0:
             raise ValueError(f"p-RoPE fraction p must lie in [0, 1], got {self.p}")
         if self.token_dim < 1 or self.n_axes < 1:

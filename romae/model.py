@@ -241,8 +241,8 @@ class RoMAETrunk(nn.Module):
         dtype = self.embed.weight.dtype
         if values.dtype != dtype:  # float64, integers, bool -> the model's dtype
             values = values.to(dtype)
-        if not positions.is_floating_point():
-            positions = positions.float()
+        if not positions.is_floating_point():  # float64: integer times (e.g. Unix seconds) stay exact
+            positions = positions.double()
         for name, x in (("values", values), ("positions", positions.transpose(1, 2))):  # x: [B, N, ...]
             bad = ~torch.isfinite(x).all(-1)
             if pad_mask is not None:
@@ -297,7 +297,14 @@ class RoMAEForPreTraining(RoMAETrunk):
         super().__init__(cfg)
         dd = cfg.decoder.d_model
         self.decoder_embed = nn.Linear(cfg.encoder.d_model, dd)  # with bias, no norm before (authors)
-        self.mask_token = nn.Parameter(torch.zeros(1, 1, dd))  # zeros: located only by RoPE
+        self.mask_token = nn.Parameter(torch.zeros(1, 1, dd))  # zeros (the authors'): located only by RoPE
+        if cfg.mask_token_init == "normal":  # MAE (models_mae.py): torch.nn.init.normal_(mask_token, std=.02)
+            # drawn from a side generator seeded off the global stream without advancing it, so every other
+            # weight and every later random draw equal the zeros model's: the switch changes [MASK] only
+            with torch.random.fork_rng(devices=[]):
+                side = torch.Generator().manual_seed(int(torch.randint(2 ** 62, ())))
+            with torch.no_grad():  # drawn on the CPU (where the generator lives), then copied in place
+                self.mask_token.copy_(0.02 * torch.randn(self.mask_token.shape, generator=side, device="cpu"))
         self.decoder = Encoder(cfg.decoder, cfg.n_axes, cfg.pos_encoding, cfg.p, cfg.rope_base)
         self.head = Head(dd, cfg.token_dim, cfg.head_dropout, cfg.decoder.norm_eps)
         self.register_buffer("dec_abs_table", sincos_1d(torch.arange(cfg.max_len), dd)

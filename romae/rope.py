@@ -21,6 +21,17 @@ neighbouring channels, (j, j + a/2) -> (2j, 2j + 1), so that the rotation is one
 multiply. That is a fixed permutation of the projection's rows, shared by q and k, so attention
 scores are exactly those of the rotate-half layout (`interleave_permutation` gives it; a test checks
 the equality). On this CPU it makes RoPE about 3x cheaper than rotate-half arithmetic.
+
+Precision of the angles. The angle position * theta_k is formed in float64 and reduced modulo 2 pi
+in float64; only the reduced angle, in [0, 2 pi), is cast to float32 for the phasor. In float32 (as
+the authors) large positions break RoPE's relative property: float32 keeps 24 significant bits, so
+its spacing is 1 from 2^23 ~ 8.4e6 on (fractions lost), 2 from 2^24 ~ 1.7e7, and 128 at 1.7e9
+(Unix-second timestamps: about two minutes of distinct times collapse onto one angle); and even from
+exact float64 positions, a float32 angle of up to 1.7e9 rad (theta_0 = 1) has no digits left below
+2 pi, so its sin/cos are noise. float64 has spacing 2.4e-7 at 1.7e9, so the reduced angle is good to
+~1e-7 rad. Large positions should therefore arrive in float64: float32 positions are cast exactly,
+but above ~1e7 the caller has already rounded them, which is out of RoPE's hands. This is one elementwise float64 product and remainder over B * N * n_axes *
+axis_dim/2 values per forward pass of a stack (not per layer): negligible next to the blocks.
 """
 
 from __future__ import annotations
@@ -31,8 +42,12 @@ import torch
 from torch import Tensor, nn
 
 
-def rope_frequencies(axis_dim: int, p: float = 0.75, base: float = 10000.0) -> Tensor:
-    """theta_k for the axis_dim/2 rotation pairs of one axis chunk: [axis_dim/2], zeros for NoPE pairs."""
+def rope_frequencies(axis_dim: int, p: float = 0.75, base: float = 10000.0,
+                     dtype: torch.dtype = torch.float32) -> Tensor:
+    """theta_k for the axis_dim/2 rotation pairs of one axis chunk: [axis_dim/2], zeros for NoPE pairs.
+
+    Computed in float64; returned in `dtype` (float32 by default; `RoPE.angles` uses float64).
+    """
     if axis_dim % 2:
         raise ValueError(f"an axis chunk needs an even number of channels, got {axis_dim}")
     half = axis_dim // 2
@@ -40,7 +55,7 @@ def rope_frequencies(axis_dim: int, p: float = 0.75, base: float = 10000.0) -> T
     theta = base ** (-2.0 * k / axis_dim)
     n_rotated = math.floor(p * half)
     theta[n_rotated:] = 0.0  # identity pairs: cos 0 = 1, sin 0 = 0 exactly
-    return theta.float()
+    return theta.to(dtype)
 
 
 def check_positions(positions: Tensor, n_axes: int, n_tokens: int | None = None,
@@ -70,21 +85,37 @@ class RoPE(nn.Module):
                 f"{head_dim}/{n_axes} = {head_dim / n_axes:g}. Choose d_model / n_heads divisible by "
                 f"{2 * n_axes}")
         self.head_dim, self.n_axes, self.quantize = head_dim, n_axes, quantize
-        self.axis_dim = head_dim // n_axes
+        self.axis_dim, self.p, self.base = head_dim // n_axes, p, base
         self.n_rotated = math.floor(p * self.axis_dim / 2)  # pairs per axis that turn
+        # theta: float32, for reading (plots, analysis); theta64: what `angles` multiplies by
         self.register_buffer("theta", rope_frequencies(self.axis_dim, p, base), persistent=False)
+        self.register_buffer("theta64", rope_frequencies(self.axis_dim, p, base, torch.float64),
+                             persistent=False)
+
+    def _apply(self, fn, recurse=True):
+        # `module.to(dtype)` / `.half()` / `.bfloat16()` cast floating buffers too; theta64 must stay
+        # float64 (a cast would lose exactly what it is for), so it is rebuilt on its new device.
+        super()._apply(fn, recurse)
+        if self.theta64.dtype != torch.float64:
+            self.theta64 = rope_frequencies(self.axis_dim, self.p, self.base, torch.float64).to(
+                self.theta64.device)
+        return self
 
     def angles(self, positions: Tensor) -> Tensor:
         """positions [B, n_axes, N] -> phasors exp(i * angle), complex64 [B, N, n_axes, axis_dim/2].
 
         NoPE pairs get exp(0) = 1 exactly. Positions get no gradient through RoPE: they are data.
+        The angle is formed and reduced modulo 2 pi in float64 (see the module docstring), so float64
+        positions as large as Unix-second timestamps (~1.7e9) keep their fractional part.
         """
         check_positions(positions, self.n_axes, check_finite=False)  # finiteness: checked by the model
-        pos = positions.detach().float()
+        pos = positions.detach().to(torch.float64)  # exact for float32 / float64 / int (< 2^53)
         if self.quantize:  # "quantized RoPE": integer positions only (Table 9, ablations)
             pos = torch.round(pos)
-        # angle of pair k of axis i for token n: pos[b, i, n] * theta_k, in float32 (as the authors)
-        ang = pos.transpose(1, 2).unsqueeze(-1) * self.theta
+        # angle of pair k of axis i for token n: pos[b, i, n] * theta_k, in float64, then reduced to
+        # [0, 2 pi) in float64; NoPE pairs: theta = 0 -> angle 0 exactly -> phasor 1 exactly
+        ang = pos.transpose(1, 2).unsqueeze(-1) * self.theta64.to(pos.device)
+        ang = torch.remainder(ang, 2 * math.pi).float()
         return torch.polar(torch.ones_like(ang), ang)
 
     def extra_repr(self) -> str:

@@ -153,6 +153,21 @@ def test_from_long_several_value_columns_datetimes_and_errors():
         from_long(df.assign(y=[0, 1, 0]), id="obj", time="mjd", variable="band", value="flux", label="y")
 
 
+def test_large_times_keep_their_digits_through_the_builder_and_the_model():
+    """Unix-second times (~1.7e9) 30 s apart: float32 would give them one position (spacing 128)."""
+    t0 = 1.7e9
+    d = from_sequences([np.ones((3, 1))], times=[[t0, t0 + 30.0, t0 + 60.5]], standardize=False)
+    pos = d.tensors["positions"][0, 0]
+    assert pos.dtype == torch.float64 and (pos - t0).tolist() == [0.0, 30.0, 60.5]
+    model = RoMAEForPrediction(RoMAEConfig(token_dim=1, encoder=size("tiny-shallow", d_model=24, n_heads=2),
+                                           n_outputs=1, head="tokens", use_cls=False, task="regression"))
+    rot = model.encoder.rope.angles(torch.tensor([[[t0, t0 + 30.0]]], dtype=torch.float64))
+    assert not torch.allclose(rot[0, 0], rot[0, 1])  # distinct angles for the fastest pairs
+    ints = model(torch.ones(1, 2, 1), torch.tensor([[[1_700_000_000, 1_700_000_030]]]))[0]
+    floats = model(torch.ones(1, 2, 1), torch.tensor([[[t0, t0 + 30.0]]], dtype=torch.float64))[0]
+    assert torch.allclose(ints, floats)  # integer positions are cast to float64, not float32
+
+
 def test_built_data_runs_through_the_model_with_padding():
     a, b = _series()
     d = from_sequences([a, b], labels=["x", "y"])

@@ -191,3 +191,120 @@ def test_model_rotation_bf16_matches_float32():
     low = rotate_qk_(x.clone().bfloat16(), rot, 2)
     assert low.dtype == torch.bfloat16
     torch.testing.assert_close(low.float(), ref, atol=0.05, rtol=0.02)
+
+
+# ------------------------------------------------------ large positions: float64 angles, mod 2 pi
+# Unix-second timestamps are ~1.7e9: float32 spacing there is 128, and a float32 angle of 1.7e9 rad
+# (theta_0 = 1) has no digits below 2 pi. RoPE forms position * theta and reduces it mod 2 pi in float64.
+
+T0 = 1.7e9  # exactly representable in float64 (and, as it happens, in float32: 1.7e9 = 128 * 13281250)
+T1 = 3.3e8  # second axis: a different large origin
+
+
+def _qk_scores_both_paths(positions, hd, n_axes, H=2, seed=7):
+    """q.k scores [2 (rotate-half | fused interleaved), B, H, N, N] at positions [B, A, N] (float64 ok),
+    and the norm products |q_i| |k_j| [B, H, N, N] for the tolerance."""
+    torch.manual_seed(seed)
+    B, _, N = positions.shape
+    rope = RoPE(hd, n_axes)
+    rot = rope.angles(positions)
+    qk = torch.randn(B, N, 2 * H * hd)  # fused projection output, rotate-half layout per head
+    q, k = qk.view(B, N, 2, H, hd).permute(2, 0, 3, 1, 4)  # [B, H, N, hd] each
+    s_half = apply_rope(q, rot) @ apply_rope(k, rot).transpose(-1, -2)
+    perm = interleave_permutation(hd, n_axes)  # the model's layout: pairs in neighbouring channels
+    fused = qk.view(B, N, 2, H, hd)[..., perm].reshape(B, N, -1).contiguous()
+    qf, kf = rotate_qk_(fused, rot, H).view(B, N, 2, H, hd).permute(2, 0, 3, 1, 4)
+    s_fused = qf @ kf.transpose(-1, -2)
+    norms = q.norm(dim=-1)[..., :, None] * k.norm(dim=-1)[..., None, :]
+    return torch.stack((s_half, s_fused)), norms
+
+
+@pytest.mark.parametrize("n_axes", [1, 2])
+def test_relative_property_at_unix_timestamps_float64(n_axes):
+    """q(m).k(n) at float64 positions ~1.7e9 equals q(m - T).k(n - T) (the same pair shifted to near
+    zero), in the plain rotate-half path and in the model's fused in-place path."""
+    hd = 60
+    offsets = torch.tensor([0.25, 17.5, -3.75, 59.125, 0.5], dtype=torch.float64)  # seconds; fractions
+    small = torch.stack([offsets * (i + 1) for i in range(n_axes)])[None]  # [1, A, 5]
+    origin = torch.tensor([T0, T1][:n_axes], dtype=torch.float64)[None, :, None]
+    big = small + origin  # exact in float64: fractional parts are multiples of 2^-3
+    assert torch.equal(big - origin, small)
+    s_big, norms = _qk_scores_both_paths(big, hd, n_axes)
+    s_small, _ = _qk_scores_both_paths(small, hd, n_axes)
+    assert ((s_big - s_small).abs() / norms).max() < 1e-4
+    # the shifted scores really depend on the offsets (the check above is not vacuous)
+    s_flat, _ = _qk_scores_both_paths(torch.zeros_like(small), hd, n_axes)
+    assert ((s_small - s_flat).abs() / norms).max() > 0.1
+
+
+def test_positions_thirty_seconds_apart_get_different_phasors():
+    rope = RoPE(60, 1)
+    pos = torch.tensor([[[T0, T0 + 30.0]]], dtype=torch.float64)
+    rot = rope.angles(pos)  # [1, 2, 1, 30]
+    fast = rot[0, :, 0, 0]  # fastest pair, theta_0 = 1: angles T0 and T0 + 30 rad
+    assert abs(complex(fast[1] / fast[0]) - complex(math.cos(30.0), math.sin(30.0))) < 1e-5
+    assert abs(complex(fast[1] - fast[0])) > 1.0  # |exp(30i) - 1| = 2 |sin 15| = 1.30
+    # the absolute phasor is right too: T0 mod 2 pi (T0 is an integer, so this is exact in float64)
+    assert abs(complex(fast[0]) - complex(math.cos(T0), math.sin(T0))) < 1e-6
+    # NoPE pairs stay exactly identity at large positions, and positions get no gradient
+    assert torch.equal(rot[..., rope.n_rotated:], torch.ones_like(rot[..., rope.n_rotated:]))
+    assert not rope.angles(pos.clone().requires_grad_()).requires_grad
+
+
+def test_angles_reduced_mod_2pi_in_float64():
+    """The phasors are exp(i (pos * theta mod 2 pi)) with the product and the remainder in float64,
+    for float64 positions up to 2e9 (and negative ones), float32 and integer positions."""
+    torch.manual_seed(11)
+    hd, n_axes = 60, 2
+    rope = RoPE(hd, n_axes)
+    a = hd // n_axes
+    theta64 = 10000.0 ** (-2.0 * torch.arange(a // 2, dtype=torch.float64) / a)
+    theta64[rope.n_rotated:] = 0.0  # NoPE pairs
+    pos = torch.cat([(torch.rand(3, n_axes, 6, dtype=torch.float64) * 4 - 2) * 10.0 ** e
+                     for e in (0, 3, 6, 8, 9)], dim=-1)  # [3, 2, 30], |pos| up to 2e9
+    for p in (pos, pos.float(), pos.round().long()):
+        rot = rope.angles(p)
+        assert rot.dtype == torch.complex64 and rot.shape == (3, 30, n_axes, a // 2)
+        ang = torch.remainder(p.double().transpose(1, 2).unsqueeze(-1) * theta64, 2 * math.pi)
+        assert ang.min() >= 0 and ang.max() < 2 * math.pi
+        ref = torch.polar(torch.ones_like(ang), ang)  # complex128
+        torch.testing.assert_close(rot.to(torch.complex128), ref, atol=1e-6, rtol=0)
+
+
+def test_angles_match_high_precision_reference_at_large_positions():
+    """Independent check with exact arithmetic (mpmath): pos * base^(-2k/a) mod 2 pi, for float64 pos."""
+    mpmath = pytest.importorskip("mpmath")
+    mpmath.mp.dps = 40
+    a, base = 60, 10000.0
+    rope = RoPE(a, 1, base=base)
+    pos = torch.tensor([[[T0 + 0.3, 2.0e9 - 1.0 / 3, -1.2345678e9, 8.4e6 + 0.5, 1e7 + 0.1]]],
+                       dtype=torch.float64)
+    rot = rope.angles(pos)[0, :, 0]  # [5, 30]
+    worst = 0.0
+    for n in range(pos.shape[-1]):
+        m = mpmath.mpf(float(pos[0, 0, n]))  # the float64 value exactly
+        for k in range(rope.n_rotated):
+            angle = m * mpmath.power(base, mpmath.mpf(-2 * k) / a)
+            want = complex(mpmath.cos(angle), mpmath.sin(angle))
+            worst = max(worst, abs(complex(rot[n, k]) - want))
+    assert worst < 1e-6
+
+
+def test_quantized_rounds_large_float64_positions():
+    rope_q = RoPE(60, 1, quantize=True)
+    pos = torch.tensor([[[T0 + 0.4, T0 + 1.0, T0 + 2.6]]], dtype=torch.float64)
+    rot = rope_q.angles(pos)
+    exact = rope_q.angles(torch.tensor([[[T0, T0 + 1.0, T0 + 3.0]]], dtype=torch.float64))
+    assert torch.equal(rot, exact)
+    assert abs(complex(rot[0, 1, 0, 0] / rot[0, 0, 0, 0]) - complex(math.cos(1.0), math.sin(1.0))) < 1e-5
+
+
+def test_float64_frequencies_survive_module_dtype_casts():
+    """`module.to(dtype)` casts floating buffers; the float64 frequencies RoPE multiplies by must not be."""
+    pos = torch.tensor([[[T0 + 0.25, T0 + 17.5]]], dtype=torch.float64)
+    ref = RoPE(60, 1).angles(pos)
+    for cast in (lambda m: m.bfloat16(), lambda m: m.half(), lambda m: m.to(torch.float32),
+                 lambda m: m.double()):
+        rope = cast(RoPE(60, 1))
+        assert rope.theta64.dtype == torch.float64
+        torch.testing.assert_close(rope.angles(pos), ref, atol=1e-6, rtol=0)

@@ -73,13 +73,14 @@ class FrequencyConfig:
     eval_batch: int = 256  # inference batch (no effect on the numbers)
     position_scale: float = 1.0  # positions = t * position_scale (1 = authors' raw t; quick: 99 = sample index)
     control: bool = False  # also train and evaluate the raw-t model (position_scale 1) as a control
+    mask_token_init: str = "zeros"  # RoMAEConfig.mask_token_init: zeros (the authors') | normal (MAE's N(0, 0.02))
     progress: bool = True  # tqdm bar while training
     sines: SineConfig = field(default_factory=SineConfig)  # the data generator (App. B.4)
 
     def model_config(self) -> RoMAEConfig:
         # one token per point; 1-D positions = raw t; [CLS] at t = 0; loss on hidden points vs noisy values
         return RoMAEConfig(token_dim=1, n_axes=1, encoder=size(self.encoder), decoder=size(self.decoder),
-                           use_cls=True)
+                           use_cls=True, mask_token_init=self.mask_token_init)
 
     def train_config(self) -> TrainConfig:
         return TrainConfig(epochs=self.epochs, batch_size=self.batch_size, lr=self.lr,
@@ -106,6 +107,11 @@ PROFILES = {
 def config(profile: str) -> FrequencyConfig:
     """The settings of a profile (smoke | quick | paper); raises ValueError on an unknown name."""
     return PROFILES[check_profile(profile)]
+
+
+def control_config(cfg: FrequencyConfig) -> FrequencyConfig:
+    """The raw-t control of `cfg`: the same run with the authors' positions t in [0, 1] (position_scale 1)."""
+    return dataclasses.replace(cfg, position_scale=1.0, control=False)
 
 
 # ----------------------------------------------------------------------------- data and model
@@ -277,7 +283,7 @@ def run(profile: str = "smoke", reports_dir=None, cache_dir=None, refresh: bool 
     checkpoints = profile != "smoke" if checkpoints is None else checkpoints
     variants = [("", cfg)]
     if cfg.control and cfg.position_scale != 1.0:
-        variants.append((", raw t (control)", dataclasses.replace(cfg, position_scale=1.0, control=False)))
+        variants.append((", raw t (control)", control_config(cfg)))
     out = {}
     for suffix, c in variants:
         trained = train_model(c, cache_dir=cache_dir, refresh=refresh, checkpoints=checkpoints)

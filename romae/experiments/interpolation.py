@@ -54,6 +54,7 @@ class RunConfig:
     weight_decay: float = 0.01
     seeds: tuple[int, ...] = (0,)
     position_scale: float = 1.0  # positions = grid value x scale (1 = the authors' raw positions)
+    mask_token_init: str = "zeros"  # RoMAEConfig.mask_token_init: zeros (the authors') | normal (MAE's N(0, 0.02))
     progress: bool = True
 
     def train_config(self, seed: int) -> TrainConfig:
@@ -102,7 +103,7 @@ def config(profile: str) -> InterpolationProfile:
 
 def model_config(run: RunConfig, token_dim: int, mask_ratio: float = 0.75) -> RoMAEConfig:
     return RoMAEConfig(token_dim=token_dim, n_axes=1, encoder=size(run.encoder), decoder=size(run.decoder),
-                       use_cls=False, mask_ratio=mask_ratio)
+                       use_cls=False, mask_ratio=mask_ratio, mask_token_init=run.mask_token_init)
 
 
 def _seeds(name: str, run: RunConfig, mcfg: RoMAEConfig, train: dict, data_cfg, evaluate, prof, cache_dir,
