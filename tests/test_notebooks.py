@@ -25,6 +25,7 @@ NOTEBOOK_OF = {
     "table1_position_reconstruction": "01",  # 01_position_reconstruction.ipynb
     "fig2_position_range": "01",
     "fig3_frequency_retention": "02",  # 02_frequency_retention.ipynb
+    "fig4_frequency_retention_two_modes": "02",
     "table_b4_frequency_errors": "02",
     "table8_model_sizes": "03",  # 03_compute_cost.ipynb
     "table9_compute": "03",

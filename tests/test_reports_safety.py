@@ -167,6 +167,7 @@ def test_every_paper_artefact_has_a_row(tmp_path):
     assert set(view.artefact) == ids and (view.status.str.len() > 0).all()
     assert view.set_index("artefact").status["table2_tiny_imagenet"] == "3 not run"
     assert "figure not made" in view.set_index("artefact").status["fig5_frequency_example"]
+    assert view.set_index("artefact").status["fig4_frequency_retention_two_modes"] == "figure not made; 1 not run"
     text = (tmp_path / "SUMMARY.md").read_text()
     assert text.index("## Paper artefacts") < text.index("## Every row")
 
