@@ -87,14 +87,21 @@ def record(experiment: str, setting: str, metric: str, ours: float, *, profile: 
     row = dict(experiment=experiment, setting=setting, metric=metric, ours=float(ours),
                ours_std=None if ours_std is None else float(ours_std), n_seeds=int(n_seeds),
                profile=profile, device=device or device_label(), note=note)
-    path = reports_path(reports_dir) / "results.csv"
+    upsert_results(pd.DataFrame([row]), reports_path(reports_dir) / "results.csv")
+    return row
+
+
+def upsert_results(rows: pd.DataFrame, path: Path) -> None:
+    """Put `rows` into the results file `path`, replacing rows with the same (experiment, setting, metric,
+    profile); written through a temporary file and os.replace, so a kill never leaves it truncated."""
     path.parent.mkdir(parents=True, exist_ok=True)
     old = pd.read_csv(path) if path.exists() else pd.DataFrame(columns=RESULT_COLUMNS)
     key = ["experiment", "setting", "metric", "profile"]
-    same = (old[key] == pd.Series({k: row[k] for k in key})).all(axis=1) if len(old) else []
-    new = pd.concat([old[~same] if len(old) else old, pd.DataFrame([row])], ignore_index=True)
-    new[RESULT_COLUMNS].to_csv(path, index=False)
-    return row
+    keep = old[~old.set_index(key).index.isin(rows.set_index(key).index)] if len(old) else old
+    merged = pd.concat([keep, rows], ignore_index=True)[RESULT_COLUMNS]
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    merged.to_csv(tmp, index=False)
+    os.replace(tmp, path)
 
 
 def status(paper: float, ours: float, rule: str, tolerance: float, better: str = "") -> str:

@@ -137,19 +137,6 @@ def best_profile(reports: Path, notebook: str) -> str | None:
     return min(ok.profile, key=lambda p: report.PROFILE_RANK.get(p, 9)) if len(ok) else None
 
 
-def merge_results(src: Path, dest: Path) -> None:
-    """Rows of src/results.csv into dest/results.csv, replacing rows with the same (experiment, setting,
-    metric, profile); written through a temporary file and os.replace (a kill never truncates it)."""
-    new = pd.read_csv(src)
-    old = pd.read_csv(dest) if dest.exists() else pd.DataFrame(columns=report.RESULT_COLUMNS)
-    key = ["experiment", "setting", "metric", "profile"]
-    keep = old[~old.set_index(key).index.isin(new.set_index(key).index)] if len(old) else old
-    merged = pd.concat([keep, new], ignore_index=True)[report.RESULT_COLUMNS]
-    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
-    merged.to_csv(tmp, index=False)
-    os.replace(tmp, dest)
-
-
 def publish(stage: Path, reports: Path, notebook: str, profile: str) -> Path:
     """Move a successful run's artefacts from `stage` into `reports` -> the folder they went to.
 
@@ -161,7 +148,7 @@ def publish(stage: Path, reports: Path, notebook: str, profile: str) -> Path:
     dest = reports / profile if best is not None and rank[best] < rank[profile] else reports
     reports.mkdir(parents=True, exist_ok=True)
     if (stage / "results.csv").exists():
-        merge_results(stage / "results.csv", reports / "results.csv")
+        report.upsert_results(pd.read_csv(stage / "results.csv"), reports / "results.csv")
     for path in sorted(p for p in stage.rglob("*") if p.is_file() and p.name != "results.csv"):
         target = dest / path.relative_to(stage)
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
 import json
 import math
 import os
@@ -44,6 +43,7 @@ from torch.utils.data import default_collate
 from tqdm import tqdm  # plain text bars: no ipywidgets needed in notebooks
 
 from romae.config import TrainConfig
+from romae.data.files import sha256
 
 try:
     import fcntl
@@ -184,11 +184,6 @@ def _checkpoint_file(path: str | Path, name: str) -> Path:
     raise FileNotFoundError(f"no {name} at {path} (nor in {path / 'checkpoint'})")
 
 
-def _sha256(file: Path) -> str:
-    with file.open("rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
-
-
 def _json(file: Path):
     return json.loads(file.read_text(errors="replace"))  # garbled bytes fail as JSON, not as UTF-8
 
@@ -199,7 +194,7 @@ def _load_checked(file: Path, checksums: dict, loader):
     if not file.is_file():
         raise ValueError(f"{file} is missing")
     # A flipped bit in tensor data loads without complaint: only the checksum notices it.
-    if file.name in checksums and _sha256(file) != checksums[file.name]:
+    if file.name in checksums and sha256(file) != checksums[file.name]:
         raise ValueError(f"{file} is corrupted: its sha256 differs from the one saved in {_CONFIG}")
     try:
         return loader(file)
@@ -254,7 +249,7 @@ def _save_checkpoint(ckpt: Path, accelerator, model, train_state: dict, mine: di
         state = {k: v.detach().to("cpu", copy=True).contiguous() for k, v in model.state_dict().items()}
         save_file(state, tmp / _WEIGHTS)
         torch.save({**train_state, "ranks": ranks}, tmp / _STATE)
-        sums = {name: _sha256(tmp / name) for name in (_WEIGHTS, _STATE)}
+        sums = {name: sha256(tmp / name) for name in (_WEIGHTS, _STATE)}
         config = {**config, "checksums": sums}
         (tmp / _CONFIG).write_text(json.dumps(config, indent=2, sort_keys=True, default=str))
         if ckpt.exists():

@@ -218,7 +218,7 @@ def test_prev_is_kept_while_unfinished_and_checksums_match(tmp_path):
     stopped_run(tmp_path)
     sums = read_config(tmp_path)["checksums"]
     assert set(sums) == {"model.safetensors", "train_state.pt"}
-    assert all(train._sha256(tmp_path / "checkpoint" / f) == h for f, h in sums.items())
+    assert all(train.sha256(tmp_path / "checkpoint" / f) == h for f, h in sums.items())
     assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint", "checkpoint.prev", "history.jsonl"]
     run(tmp_path, cfg(checkpoint_every=3))  # finished: no fallback is needed any more
     assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint", "history.jsonl"]

@@ -36,12 +36,9 @@ def data_root(root: str | Path | None = None) -> Path:
 
 
 def sha256(path: str | Path) -> str:
-    """Hex SHA-256 of a file, read in 1 MiB chunks."""
-    h = hashlib.sha256()
+    """Hex SHA-256 of a file, streamed (hashlib.file_digest)."""
     with open(path, "rb") as f:
-        while chunk := f.read(CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 _file_sha256 = sha256  # download_url's `sha256` argument shadows the function
