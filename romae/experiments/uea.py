@@ -204,9 +204,8 @@ def run_dataset(name: str, cfg: UEARun, profile: str, root=None, cache_dir=None,
     ft = cfg.finetune(name)
     variants = [("pre-trained", cfg.pretrain_config(len(train)))] + ([("from scratch", None)] if cfg.from_scratch else [])
     rows, histories = [], {}
-    budgets = [(None, train)] + [(k, labelled_subset(train, k, 0)) for k in cfg.label_budgets]
     for seed in cfg.seeds:
-        for k, _ in budgets:
+        for k in (None, *cfg.label_budgets):  # None: every training series is labelled
             labelled = train if k is None else labelled_subset(train, k, seed)
             for variant, pretrain in variants:
                 res = pretrain_finetune(
