@@ -1,0 +1,232 @@
+"""PhysioNet/CinC Challenge 2012: the 8,000 ICU records of set-a and set-b, as mTAN and HeTVAE use them.
+
+The raw record archives are read directly (no intermediate `.npz`): each record is a CSV
+`Time,Parameter,Value` with `HH:MM` times since ICU admission. `records()` returns one long table with
+one row per (record, quantised time, variable) and the mean of the repeated observations in that cell,
+which is mTAN's preprocessing (`reml-lab/mTAN`, `src/physionet.py`), described in the data folder's
+MANIFEST and re-implemented here:
+
+1. time in hours = HH + MM/60, rounded to a multiple of `quantization` (mTAN's interpolation runs use
+   0.016 h; Python's and numpy's rounding both round half to even, so the grid is the same);
+2. repeated observations of one variable at one quantised time are averaged; `RecordID` is skipped;
+   descriptor values of -1 (unknown height, ...) are kept as observations, as mTAN does;
+3. the 41 variables in mTAN's order (`VARIABLES`).
+
+`split()` is the 80/20 `train_test_split(train_size=0.8, random_state=42, shuffle=True)` of mTAN and
+HeTVAE, applied to the record ids **sorted** (mTAN lists files with `os.listdir`, whose order depends on
+the file system, so its exact split cannot be reproduced anywhere; ours is the same on every machine).
+`Scaling` gives the two normalisations in use (mTAN's min-max and HeTVAE's trimmed z-score), each fitted
+on the training split only.
+
+Files: `<root>/physionet2012/{set-a.tar.gz, set-b.tar.gz}` (root = `$ROMAE_DATA`), verified against
+`KNOWN_SHA256` (the official archives' checksums are not published by PhysioNet; these are the files of
+the shared data folder, see its MANIFEST) and any `SHA256SUMS` there. `download=True` fetches missing
+files from PhysioNet (https://physionet.org/content/challenge-2012/1.0.0/). Parsing all 8,000 records
+takes ~10 s; the result is cached on disk (`romae.cache`) keyed by the files' checksums and the
+parameters.
+"""
+
+from __future__ import annotations
+
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from . import files
+
+URL = "https://physionet.org/files/challenge-2012/1.0.0/{name}"  # mTAN appends ?download for the tarballs
+HOME = "https://physionet.org/content/challenge-2012/1.0.0/"
+SETS = ("a", "b")
+QUANTIZATION = 0.016  # hours; mTAN's --quantization for interpolation (its default is 0.1)
+
+# mTAN's / HeTVAE's column order (src/physionet.py, `params`)
+VARIABLES = ("Age", "Gender", "Height", "ICUType", "Weight", "Albumin", "ALP", "ALT", "AST", "Bilirubin",
+             "BUN", "Cholesterol", "Creatinine", "DiasABP", "FiO2", "GCS", "Glucose", "HCO3", "HCT", "HR", "K",
+             "Lactate", "Mg", "MAP", "MechVent", "Na", "NIDiasABP", "NIMAP", "NISysABP", "PaCO2", "PaO2", "pH",
+             "Platelets", "RespRate", "SaO2", "SysABP", "Temp", "TroponinI", "TroponinT", "Urine", "WBC")
+DESCRIPTORS = ("Age", "Gender", "Height", "ICUType", "Weight")  # recorded at admission (time 00:00)
+HEADER = "Time,Parameter,Value"
+
+KNOWN_SHA256 = {  # the shared data folder's copies (MANIFEST: byte-reproducible tarballs of the records)
+    "set-a.tar.gz": "abcd119bae0f9f98d5e63b7bce5b2d37c64328e7c1acacab3836d17787d841df",
+    "set-b.tar.gz": "668734f4ddf290edde891057c29349a04af51090b308fd5f352d0eabeb89a975",
+    "Outcomes-a.txt": "2613ea60ccda29f87571a7d6b09ad130858a8ccd66325bd073365925026883c2",
+    "Outcomes-b.txt": "1305f29734da374a809483229a99f33a9230aa8d4fa74b1a2d6ad788136423d5",
+}
+
+
+def folder(root: str | Path | None = None) -> Path:
+    return files.data_root(root) / "physionet2012"
+
+
+def archive(set_name: str, root: str | Path | None = None, download: bool = False) -> Path:
+    """Path of `set-<a|b>.tar.gz`, verified (and downloaded first if missing and `download`)."""
+    if set_name not in SETS:
+        raise ValueError(f"unknown PhysioNet 2012 set {set_name!r}; the interpolation benchmark uses {SETS}")
+    name = f"set-{set_name}.tar.gz"
+    path = folder(root) / name
+    if not path.is_file():
+        if not download:
+            raise files.missing_file_error(
+                path, HOME, "call with download=True (with internet), or download it from that page into "
+                f"{path.parent} (set {files.ENV_VAR} to the data root)")
+        # PhysioNet publishes no checksum for the archives, so a downloaded file is checked against ours:
+        # a mismatch is reported (the archive may have been re-packed upstream), never silently accepted
+        files.download_url(URL.format(name=name) + "?download", path, sha256=KNOWN_SHA256.get(name))
+    files.check_sha256(path, KNOWN_SHA256[name])
+    files.verify_folder(path.parent, [name])
+    return path
+
+
+def _parse_member(text: str, where: str, quantization: float) -> tuple[int, list, list, list]:
+    """One record file -> (record id, times [h], variable indices, values), errors naming file and line."""
+    lines = text.splitlines()
+    if not lines or lines[0].strip() != HEADER:
+        raise ValueError(f"{where}: line 1 must be the header {HEADER!r}, got {lines[0] if lines else ''!r}")
+    index = {v: i for i, v in enumerate(VARIABLES)}
+    rid, times, var, vals = None, [], [], []
+    for lineno, line in enumerate(lines[1:], 2):
+        if not line.strip():
+            continue
+        parts = line.split(",")
+        try:
+            hh, mm = parts[0].split(":")
+            t, p, v = float(hh) + float(mm) / 60.0, parts[1], float(parts[2])
+            if len(parts) != 3 or not (np.isfinite(t) and np.isfinite(v)):
+                raise ValueError
+        except (ValueError, IndexError):
+            raise ValueError(f"{where} line {lineno}: expected 'HH:MM,Parameter,Value', got {line!r}") from None
+        if p == "RecordID":
+            rid = int(v)
+            continue
+        if p not in index:
+            raise ValueError(f"{where} line {lineno}: unknown parameter {p!r} (known: RecordID and "
+                             f"the 41 variables of VARIABLES)")
+        times.append(t)
+        var.append(index[p])
+        vals.append(v)
+    if rid is None:
+        raise ValueError(f"{where}: no RecordID line")
+    stem = Path(where.split(":")[-1]).stem
+    if stem.isdigit() and int(stem) != rid:
+        raise ValueError(f"{where}: RecordID {rid} differs from the file name")
+    return rid, times, var, vals
+
+
+def parse_archive(path: str | Path, quantization: float = QUANTIZATION, progress: bool = False) -> pd.DataFrame:
+    """All records of one tar.gz -> long table (record_id, time, variable, value, n_obs); see `records`."""
+    from tqdm.auto import tqdm
+
+    path = Path(path)
+    ids, times, var, vals = [], [], [], []
+    with tarfile.open(path) as tf:
+        members = sorted((m for m in tf.getmembers() if m.isfile() and m.name.endswith(".txt")),
+                         key=lambda m: m.name)
+        if not members:
+            raise ValueError(f"{path}: no record files (*.txt) in the archive")
+        for m in tqdm(members, desc=path.name, disable=not progress, leave=False):
+            rid, t, v, x = _parse_member(tf.extractfile(m).read().decode(), f"{path}:{m.name}", quantization)
+            ids.append(np.full(len(t), rid, dtype=np.int64))
+            times.append(np.asarray(t, dtype=np.float64))
+            var.append(np.asarray(v, dtype=np.int8))
+            vals.append(np.asarray(x, dtype=np.float64))
+    t = np.concatenate(times)
+    df = pd.DataFrame(dict(record_id=np.concatenate(ids), time=np.round(t / quantization) * quantization,
+                           variable=np.concatenate(var), value=np.concatenate(vals)))
+    dup = df.drop_duplicates("record_id").shape[0]
+    if dup != len(members):
+        raise ValueError(f"{path}: {len(members)} record files but {dup} distinct RecordIDs")
+    out = (df.groupby(["record_id", "time", "variable"], sort=True)["value"].agg(["mean", "size"])
+             .reset_index().rename(columns={"mean": "value", "size": "n_obs"}))
+    return out.astype(dict(variable=np.int8, n_obs=np.int16))
+
+
+def records(root: str | Path | None = None, sets: tuple[str, ...] = SETS, quantization: float = QUANTIZATION,
+            download: bool = False, cache_dir=None, refresh: bool = False, progress: bool = True) -> pd.DataFrame:
+    """The records of `sets` as one long table, cached on disk.
+
+    Columns: record_id (int), set ("a" | "b"), time (hours since admission, quantised, float64),
+    variable (index into `VARIABLES`), value (mean of the `n_obs` observations in that cell, raw units).
+    Rows are sorted by (record_id, time, variable).
+    """
+    from ..cache import cached
+
+    if not quantization > 0:
+        raise ValueError(f"quantization must be a positive number of hours, got {quantization}")
+    paths = {s: archive(s, root, download) for s in sets}  # verified before anything is read or cached
+    key = dict(sha256={s: KNOWN_SHA256[p.name] for s, p in paths.items()}, quantization=quantization, v=1)
+
+    def parse():
+        parts = [parse_archive(p, quantization, progress).assign(set=s) for s, p in paths.items()]
+        df = pd.concat(parts, ignore_index=True).sort_values(["record_id", "time", "variable"], ignore_index=True)
+        return df.astype(dict(set=pd.CategoricalDtype(list(SETS))))
+
+    # keyed on this module's source, not the whole package's: other code changes do not re-parse
+    return cached("physionet2012_records", key, parse, cache_dir=cache_dir, refresh=refresh,
+                  code=files.sha256(__file__))
+
+
+def split(record_ids, train_size: float = 0.8, seed: int = 42) -> tuple[np.ndarray, np.ndarray]:
+    """mTAN's / HeTVAE's 80/20 split on the *sorted* distinct record ids -> (train ids, test ids)."""
+    from sklearn.model_selection import train_test_split
+
+    ids = np.unique(np.asarray(record_ids))
+    if len(ids) < 2:
+        raise ValueError(f"need at least 2 records to split, got {len(ids)}")
+    train, test = train_test_split(ids, train_size=train_size, random_state=seed, shuffle=True)
+    return np.asarray(train), np.asarray(test)
+
+
+@dataclass(frozen=True)
+class Scaling:
+    """Per-variable affine normalisation z = (x - shift) / scale, fitted on training observations.
+
+    `minmax` (mTAN, `normalize_masked_data`): shift = min, scale = max (not max - min: the reference code
+    divides by the maximum; a maximum of 0 becomes 1). mTAN takes min and max over all 8,000 records;
+    here over the training split only.
+    `zscore` (HeTVAE's loaders, e.g. `get_mimiciii_data`): mean and standard deviation of the values
+    between the 0.1 % and 99.95 % quantiles of each variable; a variable with at most 10 distinct values
+    there is left as it is (shift 0, scale 1). Values outside the quantiles are kept, only the statistics
+    ignore them.
+    """
+
+    name: str
+    shift: np.ndarray  # [n_variables]
+    scale: np.ndarray
+
+    METHODS = ("minmax", "zscore")
+
+    @classmethod
+    def fit(cls, method: str, variable, value, n_variables: int = len(VARIABLES)) -> "Scaling":
+        if method not in cls.METHODS:
+            raise ValueError(f"unknown normalisation {method!r}; choose one of {cls.METHODS}")
+        variable, value = np.asarray(variable), np.asarray(value, dtype=np.float64)
+        shift, scale = np.zeros(n_variables), np.ones(n_variables)
+        for j in range(n_variables):
+            x = value[variable == j]
+            if not len(x):
+                continue
+            if method == "minmax":
+                shift[j], mx = x.min(), x.max()
+                scale[j] = mx if mx != 0 else 1.0
+            else:
+                lo, hi = np.quantile(x, 0.001), np.quantile(x, 0.9995)
+                kept = x[(x >= lo) & (x <= hi)]
+                if len(np.unique(kept)) > 10:
+                    shift[j], sd = kept.mean(), kept.std()
+                    scale[j] = sd if sd > 0 else 1.0
+        return cls(method, shift, scale)
+
+    def transform(self, variable, value) -> np.ndarray:
+        variable = np.asarray(variable)
+        return (np.asarray(value, dtype=np.float64) - self.shift[variable]) / self.scale[variable]
+
+    def inverse(self, variable, value) -> np.ndarray:
+        variable = np.asarray(variable)
+        return np.asarray(value, dtype=np.float64) * self.scale[variable] + self.shift[variable]
+
+    def to_frame(self) -> pd.DataFrame:
+        return pd.DataFrame(dict(variable=VARIABLES[: len(self.shift)], shift=self.shift, scale=self.scale))
