@@ -158,6 +158,7 @@ class TrainConfig:
     checkpoint_every: int | None = None  # checkpoint every N steps (None = only at the end)
     log_every: int = 10  # history row every N steps
     progress: bool = True  # tqdm progress bar
+    length_buckets: int = 0  # > 0: batches of similar length (padded data; see romae.train.fit), 0 = uniform
 
     def __post_init__(self):
         self.betas = tuple(self.betas)
@@ -171,6 +172,8 @@ class TrainConfig:
             raise ValueError(f"warmup_fraction must lie in [0, 1), got {self.warmup_fraction}")
         if not self.lr > 0:
             raise ValueError(f"lr must be positive, got {self.lr}")
+        if self.length_buckets < 0:
+            raise ValueError(f"length_buckets must be >= 0, got {self.length_buckets}")
 
     def warmup(self, total_steps: int) -> int:
         """Warm-up steps of a run of `total_steps` optimiser steps."""

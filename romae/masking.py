@@ -112,3 +112,101 @@ def pad_observed(values: Tensor, positions: Tensor, observed: Tensor, n_min: int
                 positions=torch.cat((positions, positions.new_zeros(B, positions.shape[1], P)), 2),
                 mask=torch.cat((~observed, extra >= n_max - k), 1),
                 pad_mask=torch.cat((torch.zeros_like(observed), torch.ones_like(extra, dtype=torch.bool)), 1))
+
+
+def trim_padding(batch: dict) -> dict:
+    """Drop the token columns that are padding in every sample of a batch (a `fit` transform).
+
+    Long-table datasets are padded to their longest sample; a batch of shorter ones need not carry the
+    rest. Per-token entries (values [B, N, C], positions [B, A, N], pad_mask, mask [B, N]) are cut to
+    the last column holding a real token; nothing else changes, so the model's outputs for real tokens
+    are the same (a random mask drawn afterwards differs: it is drawn over fewer columns).
+    """
+    pad = batch.get("pad_mask")
+    if pad is None:
+        return batch
+    real = (~pad).any(0)
+    n = int(real.nonzero().max()) + 1 if real.any() else pad.shape[1]
+    if n == pad.shape[1]:
+        return batch
+    out = dict(batch)
+    for key in ("values", "pad_mask", "mask"):
+        if out.get(key) is not None:
+            out[key] = out[key][:, :n]
+    out["positions"] = out["positions"][..., :n]
+    return out
+
+
+def keep_groups(groups: Tensor, pad_mask: Tensor | None, keep: float = 0.5,
+                generator: torch.Generator | None = None) -> Tensor:
+    """Hide whole groups of tokens (e.g. all values observed at one time point): hidden mask [B, N].
+
+    groups [B, N]: a label per token (equal labels = one group, e.g. the time). In each sample a uniform
+    random floor(n_groups * keep) of its groups stay visible (at least one) and every token of the other
+    groups is hidden: HeTVAE's `subsample_timepoints`. Padding is never hidden here; the counts differ
+    between samples, so pass the result through `equalize` before the model.
+    """
+    if not 0.0 < keep < 1.0:
+        raise ValueError(f"keep must lie in (0, 1), got {keep}")
+    B, N = groups.shape
+    real = torch.ones_like(groups, dtype=torch.bool) if pad_mask is None else ~pad_mask
+    # dense group ids per sample, in order of first appearance after sorting by label
+    order = groups.argsort(dim=1, stable=True)
+    g_sorted = groups.gather(1, order)
+    r_sorted = real.gather(1, order)
+    new = torch.ones_like(g_sorted, dtype=torch.bool)
+    new[:, 1:] = g_sorted[:, 1:] != g_sorted[:, :-1]
+    new &= r_sorted  # padding opens no group
+    gid_sorted = new.cumsum(1) - 1  # group index of each sorted token (padding: irrelevant)
+    gid = torch.empty_like(gid_sorted).scatter_(1, order, gid_sorted)
+    n_groups = new.sum(1, keepdim=True)
+    n_keep = torch.clamp((n_groups.double() * keep).floor().long(), min=1)
+    rank = torch.rand(B, N, device=groups.device, generator=generator)
+    rank = rank.masked_fill(~torch.arange(N, device=groups.device).lt(n_groups), 2.0)  # only real groups
+    rank = rank.argsort(1).argsort(1)  # a random order of each sample's groups
+    hidden_group = rank >= n_keep  # [B, group index]
+    return hidden_group.gather(1, gid.clamp(min=0, max=N - 1)) & real
+
+
+def keep_tokens(pad_mask: Tensor | None, shape: tuple[int, int], keep: float = 0.5,
+                generator: torch.Generator | None = None) -> Tensor:
+    """Hide all but a uniform random floor(n * keep) of each sample's real tokens (at least one stays
+    visible): hidden mask [B, N], counts differing between samples (see `equalize`)."""
+    if not 0.0 < keep < 1.0:
+        raise ValueError(f"keep must lie in (0, 1), got {keep}")
+    B, N = shape
+    real = torch.ones(B, N, dtype=torch.bool) if pad_mask is None else ~pad_mask
+    n_keep = torch.clamp((real.sum(1, keepdim=True).double() * keep).floor().long(), min=1)
+    noise = torch.rand(B, N, generator=generator).to(real.device).masked_fill(~real, 2.0)
+    return (noise.argsort(1).argsort(1) >= n_keep) & real
+
+
+def equalize(batch: dict, hidden: Tensor) -> dict:
+    """A batch whose samples hide different numbers of real tokens -> one the model takes.
+
+    The model hides the same number K of tokens in every sample (K = the largest count in `hidden`);
+    a sample hiding fewer gets K - k of its padded slots hidden, with padded columns appended where it
+    has too few. Padded tokens are excluded from attention and from the loss, so the result is exactly
+    `hidden` for the real tokens. Returns the batch with `mask` (and `pad_mask`, values, positions).
+    """
+    values, positions = batch["values"], batch["positions"]
+    B, N = hidden.shape
+    pad = batch.get("pad_mask")
+    pad = torch.zeros(B, N, dtype=torch.bool, device=hidden.device) if pad is None else pad
+    if (hidden & pad).any():
+        raise ValueError("hidden marks padded tokens; hide real tokens only")
+    k = hidden.sum(1)
+    K = max(int(k.max()), 1)
+    need = K - k  # padded slots each sample must hide
+    extra = int((need - pad.sum(1)).clamp(min=0).max())
+    visible = (~hidden & ~pad).sum(1)
+    if (visible == 0).any():
+        raise ValueError(f"sample {int((visible == 0).nonzero()[0])} hides every real token; one must stay visible")
+    if extra:
+        values = torch.cat((values, values.new_zeros(B, extra, values.shape[2])), 1)
+        positions = torch.cat((positions, positions.new_zeros(B, positions.shape[1], extra)), 2)
+        pad = torch.cat((pad, pad.new_ones(B, extra)), 1)
+        hidden = torch.cat((hidden, hidden.new_zeros(B, extra)), 1)
+    slot = pad.long().cumsum(1)  # 1-based index of each padded slot within its sample
+    mask = hidden | (pad & (slot <= need.unsqueeze(1)))
+    return {**batch, "values": values, "positions": positions, "pad_mask": pad, "mask": mask}

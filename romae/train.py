@@ -133,6 +133,33 @@ def _shard(perm: torch.Tensor, b: int, batch_size: int, rank: int, n_proc: int) 
     return g[rank * batch_size : (rank + 1) * batch_size]
 
 
+def _bucketed(perm: torch.Tensor, lengths: torch.Tensor, batch: int, buckets: int,
+              generator: torch.Generator) -> torch.Tensor:
+    """An epoch order whose consecutive `batch`-sized slices hold samples of similar length.
+
+    The shuffled order `perm` is cut into windows of `buckets` batches; each window is sorted by length and
+    cut into batches, and the order of all whole batches is shuffled (a last partial batch stays last, so
+    batch b is still perm[b * batch:(b + 1) * batch]). Each sample is still seen once per epoch; with
+    padding trimmed per batch (`romae.masking.trim_padding`) a batch costs about its own length, not the
+    longest sample's. Depends on (perm, generator) only, so a resumed run rebuilds the same order.
+    """
+    window = batch * buckets
+    parts = [w[lengths[w].argsort(stable=True)] for w in perm.split(window)]
+    order = torch.cat(parts)
+    n_full = len(order) // batch
+    full = order[: n_full * batch].view(n_full, batch)
+    full = full[torch.randperm(n_full, generator=generator)].reshape(-1)
+    return torch.cat((full, order[n_full * batch:]))
+
+
+def _lengths(data) -> torch.Tensor:
+    """Real tokens per sample (from the dataset's pad_mask) for length bucketing."""
+    pad = getattr(data, "tensors", {}).get("pad_mask")
+    if pad is None:
+        raise ValueError("length_buckets needs a dataset with a pad_mask (an ArrayDataset / TokenDataset)")
+    return (~pad).sum(1)
+
+
 def _fetch(data, idx: torch.Tensor) -> dict:
     """idx: [B] -> batch dict, via the dataset's vectorised `batch` if it has one."""
     if hasattr(data, "batch"):
@@ -525,7 +552,7 @@ def predict(model: torch.nn.Module, data, batch_size: int = 256, device: str | t
 def fit(model: torch.nn.Module, train_data, cfg: TrainConfig, *, val_data=None,
         out_dir: str | Path | None = None, resume: bool = True, config: dict | None = None,
         callback=None, device: str | None = None, max_steps: int | None = None,
-        metrics=(), allow_config_change: bool = False) -> FitResult:
+        metrics=(), allow_config_change: bool = False, transform=None) -> FitResult:
     """Train `model` on `train_data` as `cfg` says; checkpoints, history.jsonl go to `out_dir`.
 
     `model(**batch)` -> (output, loss: scalar). Steps per epoch = ceil(len / (batch_size * processes));
@@ -536,6 +563,9 @@ def fit(model: torch.nn.Module, train_data, cfg: TrainConfig, *, val_data=None,
     validation row on the main process. `device="cpu"` forces the CPU; None lets Accelerate choose.
     `metrics`: names from `romae.metrics.METRICS` ("accuracy", "macro_f1", "mse") or {name: fn(y_true,
     y_pred)}; each validation row then holds them beside val_loss (val_data needs labels).
+    `transform(batch) -> batch` is applied to every training batch before it goes to the device (e.g.
+    `romae.masking.trim_padding`, a masking protocol, augmentation); its random draws come from torch's
+    global generator, whose state checkpoints save, so a resumed run draws what an uninterrupted one would.
 
     One fit at a time may use an out_dir (another raises RuntimeError). Resuming refuses (ValueError) a
     `cfg` or `config` other than the checkpoint's, cfg.progress and cfg.log_every aside, unless
@@ -624,15 +654,20 @@ def fit(model: torch.nn.Module, train_data, cfg: TrainConfig, *, val_data=None,
         # (it would be another run's), nor at the end (a finished run is not continued, nor falls back).
         keep_prev = resumed
         params = [p for p in model.parameters() if p.requires_grad]
+        lengths = _lengths(train_data) if cfg.length_buckets else None
         bar = tqdm(total=stop, initial=step, disable=not (cfg.progress and main), desc="train")
         t0 = time.perf_counter() - seconds
         model.train()
         epoch = step // steps_per_epoch
         while step < stop:
             # The order depends on (seed, epoch) only, so a resumed run skips done batches by arithmetic.
-            perm = torch.randperm(len(train_data), generator=torch.Generator().manual_seed(cfg.seed + epoch))
+            gen = torch.Generator().manual_seed(cfg.seed + epoch)
+            perm = torch.randperm(len(train_data), generator=gen)
+            if cfg.length_buckets:
+                perm = _bucketed(perm, lengths, cfg.batch_size * n_proc, cfg.length_buckets, gen)
             for b in range(step - epoch * steps_per_epoch, steps_per_epoch):
-                batch = _to_device(_fetch(train_data, _shard(perm, b, cfg.batch_size, rank, n_proc)), dev)
+                batch = _fetch(train_data, _shard(perm, b, cfg.batch_size, rank, n_proc))
+                batch = _to_device(batch if transform is None else transform(batch), dev)
                 lr = optimizer.param_groups[0]["lr"]  # the rate this step uses
                 loss, grad_norm = _train_step(model, optimizer, scheduler, batch, accelerator, params, cfg, step)
                 step += 1
