@@ -1,0 +1,435 @@
+"""PhysioNet 2012 interpolation (Sec. 5.5, App. D.9, Table 7): RoMAE against simple baselines.
+
+Data: the 8,000 records of set-a and set-b (`romae.data.physionet`), mTAN/HeTVAE preprocessing, the 80/20
+split on sorted record ids, times divided by the split's largest time (so in [0, 1]). Every observed
+(time, variable) cell is one scalar token with the 2-D position (time x `time_scale`, variable index),
+built by `romae.builders.from_long`. RoMAE-tiny with [CLS] is trained as a masked autoencoder (the
+paper's App. D.9: 50 % of the observed tokens hidden, MSE on the hidden ones) and evaluated by
+interpolation: the test records' hidden observed values are predicted from the visible ones.
+
+Both open questions of the protocol are evaluated rather than assumed:
+
+* normalisation: mTAN's min-max ((x - min) / max) and HeTVAE's trimmed z-score, both fitted on the
+  training split. Every method predicts in raw units and is scored on both scales (the model is trained
+  on one; an affine map per variable takes its predictions to the other);
+* masking unit: 50 % of the observed *tokens* hidden (the paper's appendix), or 50 % of the observed
+  *time points* hidden with every value at them (HeTVAE's `subsample_timepoints`), the same masks
+  for every method, `mask_draws` seeded draws.
+
+Baselines (same split, masks, scale): the training mean of each variable; the record's own mean of the
+variable's visible values; linear interpolation in time between the record's visible values of that
+variable (nearest at the edges). The last two fall back to the training mean when the record shows no
+value of the variable. MSE is pooled over all hidden values of all test records (HeTVAE's
+`evaluate_hetvae`: total squared error / number of scored values).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import torch
+
+from ..builders import from_long
+from ..cache import cached
+from ..config import RoMAEConfig, TrainConfig, check_profile, size
+from ..data import physionet as P
+from ..masking import equalize, keep_groups, trim_padding
+from ..model import RoMAEForPreTraining
+from ..reference import peer_values
+from ..report import record, save_table
+from ..train import fit_cached
+
+EXPERIMENT = "table7_interpolation"
+NORMS = {"zscore": "z-score", "minmax": "min-max"}
+UNITS = {"token": "token mask", "timepoint": "time-point mask"}
+BASELINES = ("training mean", "record mean", "linear interpolation")
+METRIC = {"RoMAE": "mse", "training mean": "mse_training_mean", "record mean": "mse_record_mean",
+          "linear interpolation": "mse_linear_interpolation"}
+
+
+def published() -> dict[str, float]:
+    """The published PhysioNet MSEs (HeTVAE and the paper's three RoMAE values), from peer_values.csv."""
+    return {f"{r['model']}": r["value"] for r in peer_values(EXPERIMENT) if r["benchmark"] == "PhysioNet"}
+
+
+def setting(norm: str, unit: str) -> str:
+    """The results.csv setting of one (normalisation, masking unit), e.g. 'PhysioNet, z-score, token mask'."""
+    return f"PhysioNet, {NORMS[norm]}, {UNITS[unit]}"
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """One RoMAE model. Defaults: Table 21 (RoMAE-tiny + [CLS], AdamW lr 1e-4, wd 0.01, batch 16, 200 epochs,
+    warm-up 100, clip 1, cosine) with App. A.1's tiny-shallow decoder and the paper's 50 % token mask."""
+
+    encoder: str = "tiny"
+    decoder: str = "tiny-shallow"
+    epochs: int = 200
+    batch_size: int = 16
+    lr: float = 1e-4
+    warmup_steps: int = 100
+    weight_decay: float = 0.01
+    grad_clip: float | None = 1.0
+    seed: int = 0
+    scaling: str = "zscore"  # the values the model sees (it is scored on both scales)
+    time_scale: float = 2880.0  # positions: time in [0, 1] x this (2880 = minutes over 48 h); 1 = the paper's
+    train_unit: str = "token"  # masks during training: token (App. D.9) | timepoint (HeTVAE)
+    max_train_records: int | None = None  # None = all 6,400
+    length_buckets: int = 0  # > 0: batches of records of similar length (TrainConfig.length_buckets)
+    progress: bool = True
+
+    def train_config(self) -> TrainConfig:
+        return TrainConfig(epochs=self.epochs, batch_size=self.batch_size, lr=self.lr, warmup_steps=self.warmup_steps,
+                           weight_decay=self.weight_decay, grad_clip=self.grad_clip, seed=self.seed,
+                           progress=self.progress, log_every=25, length_buckets=self.length_buckets)
+
+    def model_config(self) -> RoMAEConfig:
+        return RoMAEConfig(token_dim=1, n_axes=2, encoder=size(self.encoder), decoder=size(self.decoder),
+                           use_cls=True, mask_ratio=0.5)
+
+
+@dataclass(frozen=True)
+class Profile:
+    run: RunConfig = RunConfig()
+    control: RunConfig | None = None  # the same model with raw positions (time_scale 1), or None
+    quantization: float = P.QUANTIZATION
+    mask_draws: int = 3  # seeded evaluation masks per unit (the std of the table is over these)
+    max_test_records: int | None = None
+    eval_batch: int = 32
+
+
+PROFILES = {
+    "paper": Profile(control=RunConfig(time_scale=1.0)),
+    # fitted to ~30 min on this 2-core CPU (measured in notebook 16's committed run): a 2-block encoder,
+    # 3 epochs over all 6,400 training records, lr 1e-3 with 10 % warm-up
+    "quick": Profile(run=RunConfig(encoder="tiny-shallow", epochs=4, lr=1e-3, warmup_steps=160, length_buckets=50),
+                     control=RunConfig(encoder="tiny-shallow", epochs=4, lr=1e-3, warmup_steps=160, length_buckets=50,
+                                       time_scale=1.0)),
+    # seconds: 200 training and 100 test records, a few steps, one mask draw
+    "smoke": Profile(run=RunConfig(encoder="tiny-shallow", epochs=1, warmup_steps=2, max_train_records=200,
+                                   progress=False),
+                     control=None, mask_draws=1, max_test_records=100),
+}
+
+
+def config(profile: str) -> Profile:
+    """The settings of a profile (smoke | quick | paper); raises ValueError on an unknown name."""
+    return PROFILES[check_profile(profile)]
+
+
+# ----------------------------------------------------------------------------- data
+
+def prepare(prof: Profile, root=None, cache_dir=None) -> dict:
+    """Long tables of the split (raw values, time in [0, 1] as `t`), and both scalings fitted on train."""
+    df = P.records(root, quantization=prof.quantization, cache_dir=cache_dir)
+    train_ids, test_ids = P.split(df.record_id)
+    train_ids, test_ids = np.sort(train_ids), np.sort(test_ids)
+    if prof.run.max_train_records:
+        train_ids = train_ids[: prof.run.max_train_records]
+    if prof.max_test_records:
+        test_ids = test_ids[: prof.max_test_records]
+    parts = {}
+    for name, ids in (("train", train_ids), ("test", test_ids)):
+        d = df[df.record_id.isin(ids)].reset_index(drop=True)
+        parts[name] = d.assign(t=d.time / d.time.max())  # mTAN: each split's times / its largest time
+    tr = parts["train"]
+    scalings = {m: P.Scaling.fit(m, tr.variable.to_numpy(), tr.value.to_numpy()) for m in NORMS}
+    freq = df[df.record_id.isin(train_ids)].groupby("variable").size().reindex(range(len(P.VARIABLES)), fill_value=0)
+    return dict(**parts, scalings=scalings, train_mean=tr.groupby("variable").value.mean()
+                .reindex(range(len(P.VARIABLES))).to_numpy(), obs_per_record=(freq / len(train_ids)).to_numpy())
+
+
+def hidden_rows(df: pd.DataFrame, unit: str, seed: int, keep: float = 0.5) -> np.ndarray:
+    """Evaluation mask over the rows of a long table: True = hidden (scored). Per record, floor(n * keep)
+    of its n observed tokens (unit 'token') or of its observed time points (unit 'timepoint') stay
+    visible, at least one; draws depend on (seed, record id) only, not on which other records are present."""
+    if unit not in UNITS:
+        raise ValueError(f"unknown masking unit {unit!r}; choose one of {list(UNITS)}")
+    key_cols = ["record_id"] if unit == "token" else ["record_id", "time"]
+    units = df[key_cols] if unit == "token" else df[key_cols].drop_duplicates()
+    rid = units.record_id.to_numpy()
+    if len(rid) and (np.diff(rid) < 0).any():
+        raise ValueError("the table must be sorted by record_id")
+    starts = np.flatnonzero(np.r_[True, rid[1:] != rid[:-1]]) if len(rid) else np.array([], int)
+    ends = np.r_[starts[1:], len(rid)]
+    hide = np.zeros(len(rid), dtype=bool)
+    for s, e in zip(starts, ends):  # a generator per record, seeded by (seed, record id)
+        rank = np.random.default_rng([seed, int(rid[s])]).random(e - s).argsort().argsort()
+        hide[s:e] = rank >= max(math.floor((e - s) * keep), 1)
+    if unit == "token":
+        return hide
+    merged = df[key_cols].merge(units.assign(_h=hide), on=key_cols, how="left", validate="many_to_one")
+    return merged._h.to_numpy(bool)
+
+
+# ----------------------------------------------------------------------------- baselines
+
+def baseline_predictions(df: pd.DataFrame, hidden: np.ndarray, train_mean: np.ndarray) -> dict[str, np.ndarray]:
+    """Predictions (raw units) of the three baselines at the hidden rows of `df`, in row order."""
+    var = df.variable.to_numpy()
+    vis, hid = df[~hidden], df[hidden]
+    fallback = train_mean[hid.variable.to_numpy()]
+    out = {"training mean": fallback.copy()}
+    rec_mean = vis.groupby(["record_id", "variable"]).value.mean()
+    idx = pd.MultiIndex.from_arrays([hid.record_id, hid.variable])
+    rm = rec_mean.reindex(idx).to_numpy()
+    out["record mean"] = np.where(np.isnan(rm), fallback, rm)
+    lin = fallback.copy()
+    groups = {k: (g.time.to_numpy(), g.value.to_numpy()) for k, g in vis.groupby(["record_id", "variable"])}
+    hpos = np.arange(len(hid))
+    for k, g in pd.Series(hpos).groupby([hid.record_id.to_numpy(), hid.variable.to_numpy()]):
+        if k in groups:
+            t, v = groups[k]
+            lin[g.to_numpy()] = np.interp(hid.time.to_numpy()[g.to_numpy()], t, v)  # nearest at the edges
+    out["linear interpolation"] = lin
+    assert len(var) == len(hidden)
+    return out
+
+
+def scores(pred: np.ndarray, true: np.ndarray, variable: np.ndarray, scaling: P.Scaling) -> tuple[float, np.ndarray,
+                                                                                               np.ndarray]:
+    """Pooled MSE on `scaling`'s scale, and per-variable sums of squared errors and counts."""
+    err = ((pred - true) / scaling.scale[variable]) ** 2
+    n_var = len(scaling.scale)
+    return float(err.mean()), np.bincount(variable, err, n_var), np.bincount(variable, minlength=n_var)
+
+
+# ----------------------------------------------------------------------------- RoMAE
+
+def tokens(df: pd.DataFrame, scaling: P.Scaling, time_scale: float):
+    """Long table -> TokenDataset: scalar tokens (values on `scaling`), positions (t x time_scale, variable)."""
+    d = df.assign(v=scaling.transform(df.variable.to_numpy(), df.value.to_numpy()))
+    return from_long(d, id="record_id", time="t", variable="variable", value="v", standardize=False,
+                     time_scale=time_scale, variables=list(range(len(P.VARIABLES))))
+
+
+def train_transform(unit: str):
+    """The training batches' transform: trim common padding; for 'timepoint', HeTVAE's time-point masks."""
+    if unit == "token":
+        return trim_padding  # the model draws its 50 % token mask itself
+    if unit != "timepoint":
+        raise ValueError(f"unknown masking unit {unit!r}; choose one of {list(UNITS)}")
+
+    def transform(batch):
+        batch = trim_padding(batch)
+        hidden = keep_groups(batch["positions"][:, 0], batch["pad_mask"], 0.5)
+        return equalize(batch, hidden)
+
+    return transform
+
+
+def train(prof: Profile, run: RunConfig, data: dict, cache_dir=None, refresh=False, checkpoints=True) -> dict:
+    train_ds = tokens(data["train"], data["scalings"][run.scaling], run.time_scale)
+    key = dict(data="physionet2012", quantization=prof.quantization, scaling=run.scaling, time_scale=run.time_scale,
+               train_unit=run.train_unit, max_train_records=run.max_train_records, transform="trim_padding+v1")
+    return fit_cached("physionet_model", RoMAEForPreTraining, run.model_config(), train_ds, run.train_config(), key,
+                      seed=run.seed, cache_dir=cache_dir, refresh=refresh, checkpoints=checkpoints,
+                      transform=train_transform(run.train_unit))
+
+
+@torch.no_grad()
+def model_predictions(model: RoMAEForPreTraining, ds, hidden: np.ndarray, batch: int = 32) -> np.ndarray:
+    """RoMAE's predictions (on its training scale) at the hidden rows, in the long table's row order.
+
+    Records are batched by length (shortest first) so a batch carries little padding; each batch is cut to
+    its longest record and equalised (`romae.masking.equalize`) to one hidden count."""
+    model.eval()
+    pad = ds.tensors["pad_mask"]
+    mask = torch.zeros_like(pad)
+    mask[~pad] = torch.tensor(np.asarray(hidden, dtype=bool))
+    full = torch.zeros(pad.shape)
+    order = (~pad).sum(1).argsort()
+    for i in range(0, len(order), batch):
+        idx = order[i: i + batch]
+        b = trim_padding(dict(values=ds.tensors["values"][idx], positions=ds.tensors["positions"][idx],
+                              pad_mask=pad[idx]))
+        n = b["pad_mask"].shape[1]
+        h = mask[idx, :n]
+        e = equalize(b, h)
+        pred, _ = model(e["values"], e["positions"], mask=e["mask"], pad_mask=e["pad_mask"])
+        rec = torch.zeros(e["mask"].shape)
+        rec[e["mask"]] = pred.reshape(-1).float()
+        full[idx, :n] = torch.where(h, rec[:, :n], 0.0)
+    return full[~pad].numpy()[hidden]
+
+
+def _load(run: RunConfig, trained: dict) -> RoMAEForPreTraining:
+    model = RoMAEForPreTraining(run.model_config())
+    model.load_state_dict(trained["state_dict"])
+    return model.eval()
+
+
+def evaluate(prof: Profile, data: dict, models: dict[str, tuple[RunConfig, RoMAEForPreTraining]]) -> dict:
+    """Every method on every (unit, draw), scored on both scales -> pooled MSE rows, per-variable errors
+    (draw 0) and one example record's predictions (draw 0, token unit)."""
+    test = data["test"]
+    var, true = test.variable.to_numpy(), test.value.to_numpy()
+    rows, per_var, example = [], [], None
+    datasets = {name: tokens(test, data["scalings"][run.scaling], run.time_scale) for name, (run, _) in models.items()}
+    for unit in UNITS:
+        for draw in range(prof.mask_draws):
+            hidden = hidden_rows(test, unit, seed=draw)
+            preds = baseline_predictions(test, hidden, data["train_mean"])
+            for name, (run, model) in models.items():
+                z = model_predictions(model, datasets[name], hidden, prof.eval_batch)
+                preds[name] = data["scalings"][run.scaling].inverse(var[hidden], z)
+            for method, p in preds.items():
+                for norm, sc in data["scalings"].items():
+                    m, sse, cnt = scores(p, true[hidden], var[hidden], sc)
+                    rows.append(dict(method=method, norm=norm, unit=unit, draw=draw, mse=m, n_scored=int(hidden.sum())))
+                    if draw == 0:
+                        per_var.append(pd.DataFrame(dict(method=method, norm=norm, unit=unit, variable=list(P.VARIABLES),
+                                                         sse=sse, n=cnt)))
+            if draw == 0 and unit == "token":
+                example = _example(test, hidden, preds)
+    return dict(mse=pd.DataFrame(rows), per_variable=pd.concat(per_var, ignore_index=True), example=example)
+
+
+def _example(test: pd.DataFrame, hidden: np.ndarray, preds: dict) -> dict:
+    """The test record with the most observations among those near the median length: rows and predictions."""
+    sizes = test.groupby("record_id").size()
+    rid = int((sizes - sizes.quantile(0.9)).abs().idxmin())
+    sel = (test.record_id == rid).to_numpy()
+    rows = test[sel].assign(hidden=hidden[sel]).reset_index(drop=True)
+    pos = np.flatnonzero(hidden)  # prediction index of each hidden row
+    in_rec = sel[hidden]
+    return dict(record_id=rid, rows=rows, preds={k: v[in_rec] for k, v in preds.items()}, hidden_pos=pos[in_rec])
+
+
+# ----------------------------------------------------------------------------- the experiment
+
+def run(profile: str = "smoke", reports_dir=None, data_root=None, cache_dir=None, refresh: bool = False,
+        checkpoints: bool | None = None) -> dict:
+    """Prepare the data, train (cached), evaluate every method, record rows, save the tables."""
+    prof = config(profile)
+    checkpoints = profile != "smoke" if checkpoints is None else checkpoints
+    data = prepare(prof, data_root, cache_dir)
+    runs = {"RoMAE": prof.run} | ({"RoMAE, raw time": prof.control} if prof.control is not None else {})
+    trained = {name: train(prof, r, data, cache_dir, refresh, checkpoints) for name, r in runs.items()}
+    models = {name: (runs[name], _load(runs[name], t)) for name, t in trained.items()}
+    key = dict(prof=dataclasses.asdict(prof), runs={k: t["run_id"] for k, t in trained.items()}, v=1)
+    ev = cached("physionet_eval", key, lambda: evaluate(prof, data, models), cache_dir=cache_dir, refresh=refresh)
+
+    summary = (ev["mse"].groupby(["method", "norm", "unit"]).mse.agg(["mean", "std", "count"]).reset_index())
+    r = prof.run
+    base_note = (f"{len(data['train'].record_id.unique())} train / {len(data['test'].record_id.unique())} test "
+                 f"records; {prof.mask_draws} mask draw(s), std over draws")
+    model_note = (f"RoMAE {r.encoder} encoder + {r.decoder} decoder with [CLS], trained on {NORMS[r.scaling]} values "
+                  f"with {UNITS[r.train_unit]}s, {r.epochs} epochs x batch {r.batch_size}, lr {r.lr:g}, positions "
+                  f"(t x {r.time_scale:g}, variable); {base_note}")
+    for row in summary.itertuples():
+        method = row.method
+        if method == "RoMAE, raw time":
+            metric, note = "mse_raw_time_control", model_note.replace(f"t x {r.time_scale:g}", "t x 1 (raw)")
+        else:
+            metric, note = METRIC[method], (model_note if method == "RoMAE" else f"baseline; {base_note}")
+        std = None if not math.isfinite(row.std) else float(row.std)
+        record(EXPERIMENT, setting(row.norm, row.unit), metric, float(row.mean), ours_std=std,
+               n_seeds=int(row.count), profile=profile, note=note, reports_dir=reports_dir)
+    table = summary.assign(setting=[setting(n, u) for n, u in zip(summary.norm, summary.unit)],
+                           source=f"this run ({profile})").rename(columns={"mean": "value"})
+    peers = pd.DataFrame(peer_values(EXPERIMENT))
+    peers = peers[peers.benchmark.str.startswith("PhysioNet")].rename(columns={"benchmark": "setting",
+                                                                              "model": "method"})
+    full = pd.concat([peers[["setting", "method", "metric", "value", "std", "source"]],
+                      table.assign(metric="mse")[["setting", "method", "metric", "value", "std", "source"]]],
+                     ignore_index=True)
+    save_table(full, "table7_physionet", reports_dir)
+    return dict(profile=prof, data=data, trained=trained, runs=runs, eval=ev, summary=summary, table=full)
+
+
+def wide(res: dict) -> pd.DataFrame:
+    """Mean MSE as a grid: rows = method, columns = (normalisation, masking unit)."""
+    s = res["summary"]
+    return s.pivot_table(index="method", columns=["norm", "unit"], values="mean").round(4)
+
+
+def conclusion(res: dict) -> str:
+    """What the measurements say about the published values' scale and masking unit (generated text)."""
+    s = res["summary"].set_index(["method", "norm", "unit"])["mean"]
+    lines, pub = [], published()
+    for norm in NORMS:
+        trivial = min(s["training mean", norm, u] for u in UNITS)
+        best = min(s[m, norm, u] for m in s.index.get_level_values(0).unique() for u in UNITS)
+        pub_lo, pub_hi = min(pub.values()), max(pub.values())
+        if pub_lo > 3 * max(s["training mean", norm, u] for u in UNITS):
+            verdict = (f"the published values ({pub_lo:.3f}-{pub_hi:.3f}) are over 3x the MSE of predicting the "
+                       f"training mean ({trivial:.4f}): they cannot be on this scale")
+        else:
+            verdict = (f"the published values ({pub_lo:.3f}-{pub_hi:.3f}) lie in the range of the methods measured "
+                       f"here ({best:.3f} best, {trivial:.3f} for the training mean): this scale fits them")
+        lines.append(f"- {NORMS[norm]}: {verdict}.")
+    if "RoMAE" in s.index.get_level_values(0):
+        plausible = [n for n in NORMS if min(pub.values()) <= 3 * max(s["training mean", n, u] for u in UNITS)]
+        for label, v in pub.items():
+            if not plausible:
+                break
+            near = min(((abs(s["RoMAE", n, u] - v), n, u) for n in plausible for u in UNITS))
+            lines.append(f"- {label} {v:.3f}: nearest RoMAE result here is {s['RoMAE', near[1], near[2]]:.3f} "
+                         f"({NORMS[near[1]]}, {UNITS[near[2]]}).")
+        for norm in ("zscore",):
+            tok, tp = s["linear interpolation", norm, "token"], s["linear interpolation", norm, "timepoint"]
+            lines.append(f"- Masking unit ({NORMS[norm]}): linear interpolation scores {tok:.3f} with the token mask "
+                         f"and {tp:.3f} with the time-point mask; RoMAE {s['RoMAE', norm, 'token']:.3f} and "
+                         f"{s['RoMAE', norm, 'timepoint']:.3f}.")
+            beat = s["RoMAE", norm, "token"] < tok
+            lines.append(f"- RoMAE {'beats' if beat else 'does not beat'} linear interpolation on the token-mask "
+                         f"protocol ({NORMS[norm]}).")
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- figures
+
+def plot_record(res: dict, n_vars: int = 4, method: str = "RoMAE"):
+    """One test record: visible, hidden and predicted values of its most observed variables (token mask)."""
+    ex = res["eval"]["example"]
+    rows, preds = ex["rows"], ex["preds"]
+    hid = rows[rows.hidden].assign(**{k: v for k, v in preds.items()})
+    counts = hid.variable.value_counts()
+    top = [v for v in rows.variable.value_counts().index if v in counts.index and v >= len(P.DESCRIPTORS)][:n_vars]
+    fig, axes = plt.subplots(len(top), 1, figsize=(10, 2.2 * len(top)), sharex=True, squeeze=False)
+    for ax, v in zip(axes[:, 0], top):
+        r, h = rows[(rows.variable == v) & ~rows.hidden], hid[hid.variable == v]
+        ax.plot(r.time, r.value, "o", color="tab:red", ms=4, label="visible")
+        ax.plot(h.time, h.value, "x", color="black", ms=5, label="hidden (true)")
+        if method in h:
+            ax.plot(h.time, h[method], "o", mfc="none", color="tab:blue", ms=6, label=method)
+        ax.plot(h.time, h["linear interpolation"], "+", color="tab:green", ms=6, label="linear interpolation")
+        ax.set_ylabel(P.VARIABLES[v])
+    axes[0, 0].legend(fontsize=8, ncol=4)
+    axes[-1, 0].set_xlabel("hours since ICU admission")
+    fig.suptitle(f"test record {ex['record_id']}: half of the observed values hidden")
+    fig.tight_layout()
+    return fig
+
+
+def plot_per_variable(res: dict, norm: str = "zscore", unit: str = "token"):
+    """MSE per variable against how often it is observed (observations per training record)."""
+    pv = res["eval"]["per_variable"]
+    pv = pv[(pv.norm == norm) & (pv.unit == unit) & (pv.n > 0)].assign(mse=lambda d: d.sse / d.n)
+    freq = pd.Series(res["data"]["obs_per_record"], index=list(P.VARIABLES))
+    fig, ax = plt.subplots(figsize=(9, 5))
+    for method, g in pv.groupby("method", sort=False):
+        ax.plot(freq[g.variable].to_numpy(), g.mse, "o", alpha=0.75, label=method)
+    ax.set(xscale="log", yscale="log", xlabel="observations per training record (log)",
+           ylabel=f"MSE on hidden values ({NORMS[norm]}, log)", title=f"per-variable MSE, {UNITS[unit]}")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_learning_curves(res: dict):
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for name, t in res["trained"].items():
+        h = pd.DataFrame(t["history"])
+        h = h[h.get("loss").notna()] if "loss" in h else h
+        ax.plot(h.step, h.loss, label=name)
+    ax.set(xlabel="step", ylabel="training loss (MSE on hidden tokens, training scale)", yscale="log")
+    ax.legend()
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,268 @@
+"""PhysioNet 2012: the raw-record reader, the split, the normalisations, the masks and the baselines."""
+
+import io
+import os
+import shutil
+import tarfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from romae.data import physionet as P
+from romae.experiments import physionet as E
+from romae.masking import equalize, keep_groups, keep_tokens, trim_padding
+
+
+def _tar(path: Path, records: dict[str, str]) -> Path:
+    with tarfile.open(path, "w:gz") as tf:
+        for name, text in records.items():
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    return path
+
+
+REC = """Time,Parameter,Value
+00:00,RecordID,140001
+00:00,Age,54
+00:00,Height,-1
+00:07,HR,80
+00:07,HR,90
+00:07,Temp,36.5
+00:12,HR,70
+01:30,GCS,15
+"""
+
+
+def test_parse_archive_quantises_and_averages(tmp_path):
+    df = P.parse_archive(_tar(tmp_path / "set-a.tar.gz", {"set-a/140001.txt": REC}))
+    hr = P.VARIABLES.index("HR")
+    rows = df[df.variable == hr]
+    # 7 min = 0.11667 h -> round(7.29) * 0.016 = 0.112; two HR values there are averaged
+    assert np.allclose(rows.time, [round(7 / 60 / 0.016) * 0.016, round(12 / 60 / 0.016) * 0.016])
+    assert rows.value.tolist() == [85.0, 70.0] and rows.n_obs.tolist() == [2, 1]
+    assert (df.record_id == 140001).all()
+    # descriptors at time 0, the -1 (unknown height) kept as an observation, as mTAN does
+    h = df[df.variable == P.VARIABLES.index("Height")]
+    assert h.value.tolist() == [-1.0] and h.time.tolist() == [0.0]
+    assert len(df) == 6  # Age, Height, HR@7, Temp@7, HR@12, GCS@90
+
+
+def test_quantisation_is_round_half_even_like_python():
+    t = np.array([h + m / 60 for h in range(49) for m in range(60)])
+    q = 0.016
+    assert np.array_equal(np.round(t / q) * q, np.array([round(x / q) * q for x in t]))
+
+
+@pytest.mark.parametrize("text, message", [
+    ("Tiem,Parameter,Value\n00:00,RecordID,140001\n", "line 1 must be the header"),
+    ("Time,Parameter,Value\n00:00,RecordID,140001\n00:05,Heart,80\n", "line 3: unknown parameter 'Heart'"),
+    ("Time,Parameter,Value\n00:00,RecordID,140001\n0005,HR,80\n", "line 3: expected 'HH:MM"),
+    ("Time,Parameter,Value\n00:00,RecordID,140001\n00:05,HR,abc\n", "line 3"),
+    ("Time,Parameter,Value\n00:00,RecordID,140002\n", "RecordID 140002 differs from the file name"),
+    ("Time,Parameter,Value\n00:05,HR,80\n", "no RecordID"),
+])
+def test_parse_errors_name_file_and_line(tmp_path, text, message):
+    with pytest.raises(ValueError, match=message) as err:
+        P.parse_archive(_tar(tmp_path / "set-a.tar.gz", {"set-a/140001.txt": text}))
+    assert "140001.txt" in str(err.value)
+
+
+def test_missing_and_corrupt_archives(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"set-a\.tar\.gz.*physionet\.org.*download=True"):
+        P.archive("a", tmp_path)
+    (tmp_path / "physionet2012").mkdir()
+    _tar(tmp_path / "physionet2012" / "set-a.tar.gz", {"set-a/140001.txt": REC})
+    with pytest.raises(ValueError, match="checksum mismatch"):
+        P.archive("a", tmp_path)
+    with pytest.raises(ValueError, match="unknown PhysioNet 2012 set 'c'"):
+        P.archive("c", tmp_path)
+    with pytest.raises(ValueError, match="quantization"):
+        P.records(tmp_path, quantization=0)
+
+
+def test_split_is_independent_of_input_order():
+    ids = np.arange(1000, 1100)
+    tr, te = P.split(ids)
+    tr2, te2 = P.split(np.random.default_rng(0).permutation(np.repeat(ids, 3)))
+    assert len(tr) == 80 and len(te) == 20 and set(tr) | set(te) == set(ids)
+    assert np.array_equal(tr, tr2) and np.array_equal(te, te2)
+
+
+def test_scalings():
+    var = np.array([0, 0, 0, 1, 1, 1] + [2] * 30)
+    val = np.r_[[2.0, 4.0, 10.0], [0.0, 0.0, 0.0], np.arange(30.0)]
+    mm = P.Scaling.fit("minmax", var, val, n_variables=4)
+    assert mm.shift[0] == 2.0 and mm.scale[0] == 10.0  # divides by the max, not max - min
+    assert mm.scale[1] == 1.0  # a maximum of 0 becomes 1
+    assert mm.shift[3] == 0.0 and mm.scale[3] == 1.0  # never observed
+    z = P.Scaling.fit("zscore", var, val, n_variables=4)
+    assert (z.shift[0], z.scale[0]) == (0.0, 1.0)  # 3 distinct values (<= 10): left as it is
+    x = np.arange(30.0)
+    kept = x[(x >= np.quantile(x, 0.001)) & (x <= np.quantile(x, 0.9995))]
+    assert np.isclose(z.shift[2], kept.mean()) and np.isclose(z.scale[2], kept.std())
+    assert len(kept) == 28  # the extremes leave the statistics ...
+    assert np.allclose(z.inverse(var, z.transform(var, val)), val)  # ... but not the data
+    with pytest.raises(ValueError, match="unknown normalisation 'robust'"):
+        P.Scaling.fit("robust", var, val)
+
+
+def _table():
+    # two records; record 1: HR at t = 0, 1, 2, 3 and Temp at t = 1; record 2: HR at t = 0, 2
+    return pd.DataFrame(dict(record_id=[1, 1, 1, 1, 1, 2, 2], time=[0.0, 1.0, 1.0, 2.0, 3.0, 0.0, 2.0],
+                             variable=[19, 19, 36, 19, 19, 19, 19], value=[60.0, 70.0, 37.0, 90.0, 80.0, 50.0, 40.0]))
+
+
+def test_hidden_rows_units():
+    df = _table()
+    for seed in range(5):
+        tok = E.hidden_rows(df, "token", seed)
+        assert tok[:5].sum() == 5 - 2 and tok[5:].sum() == 1  # floor(n/2) of the tokens stay visible
+        tp = E.hidden_rows(df, "timepoint", seed)
+        assert tp[1] == tp[2]  # the two values at t = 1 share their fate
+        assert tp[:5].sum() in (2, 3) and tp[5:].sum() == 1  # 2 of the 4 time points hidden; 1 of 2
+        # a record's mask depends on (seed, record id) only, not on the other records
+        assert np.array_equal(E.hidden_rows(df[df.record_id == 2].reset_index(drop=True), "token", seed), tok[5:])
+    with pytest.raises(ValueError, match="unknown masking unit 'row'"):
+        E.hidden_rows(df, "row", 0)
+
+
+def test_baselines_by_hand():
+    df = _table()
+    hidden = np.array([False, False, True, True, False, False, True])  # Temp@1, HR@2 of record 1; HR@2 of 2
+    train_mean = np.full(41, np.nan)
+    train_mean[19], train_mean[36] = 75.0, 36.0
+    p = E.baseline_predictions(df, hidden, train_mean)
+    assert p["training mean"].tolist() == [36.0, 75.0, 75.0]
+    # record 1 shows HR 60, 70, 80 -> mean 70; Temp is not visible -> training mean; record 2 shows 50
+    assert p["record mean"].tolist() == [36.0, 70.0, 50.0]
+    # HR@2 between 70 (t = 1) and 80 (t = 3) -> 75; record 2's HR@2 after its last visible value -> 50
+    assert p["linear interpolation"].tolist() == [36.0, 75.0, 50.0]
+    sc = P.Scaling("zscore", np.zeros(41), np.full(41, 2.0))
+    mse, sse, n = E.scores(p["linear interpolation"], df.value.to_numpy()[hidden], df.variable.to_numpy()[hidden], sc)
+    assert np.isclose(mse, ((36 - 37) ** 2 + (75 - 90) ** 2 + (50 - 40) ** 2) / 4 / 3)
+    assert n[19] == 2 and n[36] == 1 and np.isclose(sse.sum(), 3 * mse)
+
+
+def test_keep_groups_and_tokens():
+    g = torch.tensor([[0, 0, 1, 1, 2, 5, 5, 0], [3, 3, 3, 4, 4, 0, 0, 0]])
+    pad = torch.tensor([[0, 0, 0, 0, 0, 0, 0, 1], [0, 0, 0, 0, 0, 1, 1, 1]]).bool()
+    for seed in range(10):
+        gen = torch.Generator().manual_seed(seed)
+        h = keep_groups(g, pad, 0.5, generator=gen)
+        assert not (h & pad).any()
+        for b in range(2):
+            labels = g[b][~pad[b]]
+            hid = h[b][~pad[b]]
+            for lab in labels.unique():  # all tokens of a group share their fate
+                assert hid[labels == lab].unique().numel() == 1
+            n_groups = labels.unique().numel()
+            assert labels[~hid].unique().numel() == max(n_groups // 2, 1)
+        t = keep_tokens(pad, tuple(g.shape), 0.5, generator=gen)
+        assert t.sum(1).tolist() == [7 - 3, 5 - 2] and not (t & pad).any()
+    with pytest.raises(ValueError, match="keep must lie in"):
+        keep_groups(g, pad, 1.0)
+
+
+def test_equalize_and_trim():
+    B, N = 3, 6
+    pad = torch.tensor([[0, 0, 0, 0, 1, 1], [0, 0, 0, 0, 0, 0], [0, 0, 1, 1, 1, 1]]).bool()
+    hidden = torch.tensor([[1, 0, 0, 0, 0, 0], [1, 1, 1, 1, 0, 0], [1, 0, 0, 0, 0, 0]]).bool()
+    batch = dict(values=torch.randn(B, N, 1), positions=torch.randn(B, 2, N), pad_mask=pad)
+    e = equalize(batch, hidden)
+    assert e["mask"].sum(1).tolist() == [4, 4, 4]  # everyone hides the largest count
+    assert torch.equal(e["mask"][:, :N] & ~e["pad_mask"][:, :N], hidden)  # exactly `hidden` on real tokens
+    assert e["values"].shape[1] == N + 1  # sample 0 must hide 3 padded slots and has 2: one column appended
+    assert torch.equal(e["values"][:, :N], batch["values"])
+    with pytest.raises(ValueError, match="hides every real token"):
+        equalize(batch, ~pad)
+    with pytest.raises(ValueError, match="padded tokens"):
+        equalize(batch, pad)
+    t = trim_padding(dict(batch, mask=hidden))
+    assert t["values"].shape[1] == 6  # sample 1 has no padding: nothing to cut
+    t = trim_padding({k: v[[0, 2]] for k, v in dict(batch, mask=hidden).items()})
+    assert t["values"].shape[1] == 4 and t["positions"].shape[2] == 4 and t["mask"].shape[1] == 4
+
+
+def test_model_predictions_do_not_depend_on_batching():
+    """Trimming, equalising and length-sorted batches leave each record's predictions unchanged."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for rid in range(1, 8):
+        for k in range(rng.integers(3, 12)):
+            rows.append((rid, float(k), int(rng.integers(0, 41)), float(rng.normal())))
+    df = pd.DataFrame(rows, columns=["record_id", "time", "variable", "value"]).drop_duplicates(
+        ["record_id", "time", "variable"]).sort_values(["record_id", "time", "variable"], ignore_index=True)
+    df = df.assign(t=df.time / df.time.max())
+    sc = P.Scaling("zscore", np.zeros(41), np.ones(41))
+    run = E.RunConfig(encoder="tiny-shallow")
+    torch.manual_seed(0)
+    model = E.RoMAEForPreTraining(run.model_config()).eval()
+    ds = E.tokens(df, sc, 100.0)
+    hidden = E.hidden_rows(df, "timepoint", 0)
+    a = E.model_predictions(model, ds, hidden, batch=1)
+    b = E.model_predictions(model, ds, hidden, batch=7)
+    assert a.shape == (hidden.sum(),) and np.allclose(a, b, atol=1e-5)
+
+
+def test_bucketed_order_is_a_permutation_with_similar_lengths():
+    from romae.train import _bucketed
+
+    lengths = torch.randint(1, 1000, (103,))
+    perm = torch.randperm(103, generator=torch.Generator().manual_seed(0))
+    order = _bucketed(perm, lengths, batch=8, buckets=4, generator=torch.Generator().manual_seed(1))
+    assert sorted(order.tolist()) == list(range(103))
+    assert torch.equal(order[96:], torch.cat([w[lengths[w].argsort(stable=True)] for w in perm.split(32)])[96:])
+    spread = [int(lengths[b].max() - lengths[b].min()) for b in order[:96].split(8)]
+    assert np.mean(spread) < 0.5 * int(lengths.max() - lengths.min())  # batches of similar length
+
+
+def test_fit_applies_transform_and_buckets():
+    from romae.config import TrainConfig
+    from romae.model import RoMAEForPreTraining
+    from romae.train import ArrayDataset, fit
+
+    run = E.RunConfig(encoder="tiny-shallow")
+    n, N = 12, 10
+    pad = torch.arange(N).expand(n, N) >= torch.randint(4, N + 1, (n, 1))
+    data = ArrayDataset(values=torch.randn(n, N, 1), positions=torch.rand(n, 2, N) * 10, pad_mask=pad)
+    seen = []
+
+    def transform(batch):
+        out = trim_padding(batch)
+        seen.append(out["values"].shape[1])
+        return out
+
+    cfg = TrainConfig(epochs=1, batch_size=4, lr=1e-3, warmup_steps=0, progress=False, length_buckets=3)
+    torch.manual_seed(0)
+    fit(RoMAEForPreTraining(run.model_config()), data, cfg, transform=transform, device="cpu")
+    assert len(seen) == 3 and max(seen) <= N
+    with pytest.raises(ValueError, match="length_buckets needs a dataset with a pad_mask"):
+        fit(RoMAEForPreTraining(run.model_config()), ArrayDataset(values=torch.randn(n, N, 1),
+                                                                  positions=torch.rand(n, 2, N)), cfg, device="cpu")
+    with pytest.raises(ValueError, match="length_buckets must be >= 0"):
+        TrainConfig(length_buckets=-1)
+
+
+@pytest.fixture(scope="module")
+def real_records():
+    root = os.environ.get("ROMAE_DATA")
+    if not root or not (Path(root) / "physionet2012" / "set-a.tar.gz").is_file():
+        pytest.skip("ROMAE_DATA/physionet2012 is absent")
+    return P.records(root, progress=False)
+
+
+def test_real_records(real_records):
+    df = real_records
+    assert df.record_id.nunique() == 8000 and set(df.set.unique()) == {"a", "b"}
+    # every data line but the 8,000 RecordID lines is one observation (MANIFEST: 1,757,980 + 1,762,535 lines)
+    assert int(df.n_obs.sum()) == 1_757_980 + 1_762_535 - 8000
+    assert df.time.min() == 0.0 and df.time.max() <= 48.0 + 1e-9
+    assert df.variable.between(0, 40).all() and df.variable.nunique() == 41
+    assert df.groupby(["record_id", "time", "variable"]).size().max() == 1
+    tr, te = P.split(df.record_id)
+    assert len(tr) == 6400 and len(te) == 1600
