@@ -16,10 +16,10 @@ from romae.experiments import physionet as E
 from romae.masking import equalize, keep_groups, keep_tokens, trim_padding
 
 
-def _tar(path: Path, records: dict[str, str]) -> Path:
+def _tar(path: Path, records: dict[str, str | bytes]) -> Path:
     with tarfile.open(path, "w:gz") as tf:
         for name, text in records.items():
-            data = text.encode()
+            data = text if isinstance(text, bytes) else text.encode()
             info = tarfile.TarInfo(name)
             info.size = len(data)
             tf.addfile(info, io.BytesIO(data))
@@ -65,10 +65,14 @@ def test_quantisation_is_round_half_even_like_python():
     ("Time,Parameter,Value\n00:00,RecordID,140001\n00:05,HR,abc\n", "line 3"),
     ("Time,Parameter,Value\n00:00,RecordID,140002\n", "RecordID 140002 differs from the file name"),
     ("Time,Parameter,Value\n00:05,HR,80\n", "no RecordID"),
+    ("Time,Parameter,Value\n00:00,RecordID,140001\n00:05,HR,8\xe90\n", None),
 ])
 def test_parse_errors_name_file_and_line(tmp_path, text, message):
+    records = {"set-a/140001.txt": text}
+    if message is None:  # bytes that are not UTF-8
+        records, message = {"set-a/140001.txt": text.encode("latin-1")}, "not a UTF-8 text record"
     with pytest.raises(ValueError, match=message) as err:
-        P.parse_archive(_tar(tmp_path / "set-a.tar.gz", {"set-a/140001.txt": text}))
+        P.parse_archive(_tar(tmp_path / "set-a.tar.gz", records))
     assert "140001.txt" in str(err.value)
 
 
@@ -79,7 +83,9 @@ def test_missing_and_corrupt_archives(tmp_path):
     _tar(tmp_path / "physionet2012" / "set-a.tar.gz", {"set-a/140001.txt": REC})
     with pytest.raises(ValueError, match="checksum mismatch"):
         P.archive("a", tmp_path)
-    with pytest.raises(ValueError, match="unknown PhysioNet 2012 set 'c'"):
+    with pytest.raises(ValueError, match="unknown PhysioNet 2012 set 'd'"):
+        P.archive("d", tmp_path)
+    with pytest.raises(FileNotFoundError, match="set-c.tar.gz"):  # set-c is known, just absent here
         P.archive("c", tmp_path)
     with pytest.raises(ValueError, match="quantization"):
         P.records(tmp_path, quantization=0)
