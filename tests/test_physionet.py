@@ -81,7 +81,7 @@ def test_missing_and_corrupt_archives(tmp_path):
         P.archive("a", tmp_path)
     (tmp_path / "physionet2012").mkdir()
     _tar(tmp_path / "physionet2012" / "set-a.tar.gz", {"set-a/140001.txt": REC})
-    with pytest.raises(ValueError, match="checksum mismatch"):
+    with pytest.raises(ValueError, match="checksum mismatch.*matches neither the known copy"):
         P.archive("a", tmp_path)
     with pytest.raises(ValueError, match="unknown PhysioNet 2012 set 'd'"):
         P.archive("d", tmp_path)
@@ -89,6 +89,25 @@ def test_missing_and_corrupt_archives(tmp_path):
         P.archive("c", tmp_path)
     with pytest.raises(ValueError, match="quantization"):
         P.records(tmp_path, quantization=0)
+
+
+def test_download_is_trusted_on_first_use_then_checked(tmp_path, monkeypatch):
+    """PhysioNet's own archive differs byte-wise from the shared copy: accepted, recorded in SHA256SUMS, checked."""
+    served = _tar(tmp_path / "served.tar.gz", {"set-b/140001.txt": REC.replace("140001", "140001")})
+    def fake_download(url, dest, sha256=None):
+        assert url == "https://physionet.org/files/challenge-2012/1.0.0/set-b.tar.gz?download"
+        Path(dest).parent.mkdir(parents=True, exist_ok=True)
+        return shutil.copy(served, dest)
+
+    monkeypatch.setattr(P.files, "download_url", fake_download)
+    root = tmp_path / "data"
+    path = P.archive("b", root, download=True)
+    sums = P.files.read_sums(root / "physionet2012" / "SHA256SUMS")
+    assert sums == {"set-b.tar.gz": P.files.sha256(served)}
+    assert P.archive("b", root) == path  # later loads check it and pass
+    path.write_bytes(path.read_bytes()[:-3] + b"xyz")
+    with pytest.raises(ValueError, match="checksum mismatch.*SHA256SUMS"):
+        P.archive("b", root)
 
 
 def test_split_is_independent_of_input_order():
