@@ -168,19 +168,6 @@ def keep_groups(groups: Tensor, pad_mask: Tensor | None, keep: float = 0.5,
     return hidden_group.gather(1, gid.clamp(min=0, max=N - 1)) & real
 
 
-def keep_tokens(pad_mask: Tensor | None, shape: tuple[int, int], keep: float = 0.5,
-                generator: torch.Generator | None = None) -> Tensor:
-    """Hide all but a uniform random floor(n * keep) of each sample's real tokens (at least one stays
-    visible): hidden mask [B, N], counts differing between samples (see `equalize`)."""
-    if not 0.0 < keep < 1.0:
-        raise ValueError(f"keep must lie in (0, 1), got {keep}")
-    B, N = shape
-    real = torch.ones(B, N, dtype=torch.bool) if pad_mask is None else ~pad_mask
-    n_keep = torch.clamp((real.sum(1, keepdim=True).double() * keep).floor().long(), min=1)
-    noise = torch.rand(B, N, generator=generator).to(real.device).masked_fill(~real, 2.0)
-    return (noise.argsort(1).argsort(1) >= n_keep) & real
-
-
 def equalize(batch: dict, hidden: Tensor) -> dict:
     """A batch whose samples hide different numbers of real tokens -> one the model takes.
 

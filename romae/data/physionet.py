@@ -111,7 +111,7 @@ def _record_sum(path: Path) -> None:
     os.replace(tmp, sums_file)
 
 
-def _parse_member(text: str, where: str, quantization: float) -> tuple[int, list, list, list]:
+def _parse_member(text: str, where: str) -> tuple[int, list, list, list]:
     """One record file -> (record id, times [h], variable indices, values), errors naming file and line."""
     lines = text.splitlines()
     if not lines or lines[0].strip() != HEADER:
@@ -163,7 +163,7 @@ def parse_archive(path: str | Path, quantization: float = QUANTIZATION, progress
                 text = tf.extractfile(m).read().decode("utf-8")
             except UnicodeDecodeError as err:
                 raise ValueError(f"{where}: not a UTF-8 text record ({err})") from None
-            rid, t, v, x = _parse_member(text, where, quantization)
+            rid, t, v, x = _parse_member(text, where)
             ids.append(np.full(len(t), rid, dtype=np.int64))
             times.append(np.asarray(t, dtype=np.float64))
             var.append(np.asarray(v, dtype=np.int8))

@@ -176,7 +176,6 @@ def hidden_rows(df: pd.DataFrame, unit: str, seed: int, keep: float = 0.5) -> np
 
 def baseline_predictions(df: pd.DataFrame, hidden: np.ndarray, train_mean: np.ndarray) -> dict[str, np.ndarray]:
     """Predictions (raw units) of the three baselines at the hidden rows of `df`, in row order."""
-    var = df.variable.to_numpy()
     vis, hid = df[~hidden], df[hidden]
     fallback = train_mean[hid.variable.to_numpy()]
     out = {"training mean": fallback.copy()}
@@ -192,7 +191,6 @@ def baseline_predictions(df: pd.DataFrame, hidden: np.ndarray, train_mean: np.nd
             t, v = groups[k]
             lin[g.to_numpy()] = np.interp(hid.time.to_numpy()[g.to_numpy()], t, v)  # nearest at the edges
     out["linear interpolation"] = lin
-    assert len(var) == len(hidden)
     return out
 
 
