@@ -68,6 +68,19 @@ def read_sums(path: str | Path) -> dict[str, str]:
     return sums
 
 
+def add_sums(folder: str | Path, names: list[str]) -> Path:
+    """Add (or replace) the SHA-256 lines of `names` (files in `folder`) in `folder/SHA256SUMS`, keeping
+    its other lines; written through a temporary file and os.replace, so it is never left half-written."""
+    folder = Path(folder)
+    sums_file = folder / "SHA256SUMS"
+    sums = read_sums(sums_file) if sums_file.is_file() else {}
+    sums.update({name: sha256(folder / name) for name in names})
+    tmp = folder / ".SHA256SUMS.part"
+    tmp.write_text("".join(f"{digest}  {name}\n" for name, digest in sorted(sums.items())))
+    os.replace(tmp, sums_file)
+    return sums_file
+
+
 def verify_folder(folder: str | Path, names: list[str] | None = None) -> list[Path]:
     """Check files against `folder/SHA256SUMS`, if that file exists; return the files verified.
 

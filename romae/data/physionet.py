@@ -30,7 +30,6 @@ parameters.
 
 from __future__ import annotations
 
-import os
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,7 +80,7 @@ def archive(set_name: str, root: str | Path | None = None, download: bool = Fals
         # PhysioNet publishes no checksum, and its archives are packed differently from the shared data
         # folder's byte-reproducible copies (same records): trust on first use, recorded in SHA256SUMS
         files.download_url(URL.format(name=name) + "?download", path)
-        _record_sum(path)
+        files.add_sums(path.parent, [path.name])
     _verify(path)
     return path
 
@@ -99,16 +98,6 @@ def _verify(path: Path) -> None:
                          + " nor ".join(f"{what} ({h})" for what, h in (("the known copy", known),
                                                                         (str(sums_file), listed)) if h)
                          + ". The file is corrupt or was changed; delete it and download it again")
-
-
-def _record_sum(path: Path) -> None:
-    """Add or replace the file's line in its folder's SHA256SUMS (written atomically)."""
-    sums_file = path.parent / "SHA256SUMS"
-    sums = files.read_sums(sums_file) if sums_file.is_file() else {}
-    sums[path.name] = files.sha256(path)
-    tmp = path.parent / ".SHA256SUMS.part"
-    tmp.write_text("".join(f"{h}  {n}\n" for n, h in sorted(sums.items())))
-    os.replace(tmp, sums_file)
 
 
 def _parse_member(text: str, where: str) -> tuple[int, list, list, list]:

@@ -266,9 +266,7 @@ def _download(name: str, uea: Path) -> None:
             with zf.open(_find_member(zf, base)) as src, open(tmp, "wb") as dst:
                 shutil.copyfileobj(src, dst)
             os.replace(tmp, folder / base)  # atomic, as in files.download_url
-    sums = "".join(f"{files.sha256(folder / b)}  {b}\n" for b in _split_files(name))
-    (folder / ".SHA256SUMS.part").write_text(sums)
-    os.replace(folder / ".SHA256SUMS.part", folder / "SHA256SUMS")
+    files.add_sums(folder, _split_files(name))
     zip_path.unlink()
 
 

@@ -144,7 +144,7 @@ def prepare(prof: Profile, root=None, cache_dir=None) -> dict:
     scalings = {m: P.Scaling.fit(m, tr.variable.to_numpy(), tr.value.to_numpy()) for m in P.Scaling.METHODS}
     q = tr.groupby("variable").value.quantile([0.001, 0.9995]).unstack().reindex(range(len(P.VARIABLES)))
     bounds = np.stack([q[0.001].fillna(-np.inf).to_numpy(), q[0.9995].fillna(np.inf).to_numpy()])
-    freq = df[df.record_id.isin(train_ids)].groupby("variable").size().reindex(range(len(P.VARIABLES)), fill_value=0)
+    freq = tr.groupby("variable").size().reindex(range(len(P.VARIABLES)), fill_value=0)
     return dict(**parts, scalings=scalings, bounds=bounds, train_mean=tr.groupby("variable").value.mean()
                 .reindex(range(len(P.VARIABLES))).to_numpy(), obs_per_record=(freq / len(train_ids)).to_numpy())
 
@@ -281,9 +281,9 @@ def evaluate(prof: Profile, data: dict, models: dict[str, tuple[RunConfig, RoMAE
             for name, (run, model) in models.items():
                 z = model_predictions(model, datasets[name], hidden, prof.eval_batch)
                 preds[name] = data["scalings"][run.scaling].inverse(var[hidden], z)
+            t, v = true[hidden], var[hidden]
             for method, p in preds.items():
                 for norm, (scaling, inliers) in SCORINGS.items():
-                    t, v = true[hidden], var[hidden]
                     keep = ((t >= data["bounds"][0, v]) & (t <= data["bounds"][1, v])) if inliers else slice(None)
                     m, sse, cnt = scores(p[keep], t[keep], v[keep], data["scalings"][scaling])
                     rows.append(dict(method=method, norm=norm, unit=unit, draw=draw, mse=m, n_scored=int(cnt.sum())))
@@ -358,11 +358,13 @@ def conclusion(res: dict) -> str:
     """What the measurements say about the published values' scale and masking unit (generated text)."""
     s = res["summary"].set_index(["method", "norm", "unit"])["mean"]
     lines, pub = [], published()
+    pub_lo, pub_hi = min(pub.values()), max(pub.values())
+    # a scale fits the published values unless they exceed 3x the MSE of predicting the training mean there
+    plausible = [n for n in NORMS if pub_lo <= 3 * max(s["training mean", n, u] for u in UNITS)]
     for norm in NORMS:
         trivial = min(s["training mean", norm, u] for u in UNITS)
         best = min(s[m, norm, u] for m in s.index.get_level_values(0).unique() for u in UNITS)
-        pub_lo, pub_hi = min(pub.values()), max(pub.values())
-        if pub_lo > 3 * max(s["training mean", norm, u] for u in UNITS):
+        if norm not in plausible:
             verdict = (f"the published values ({pub_lo:.3f}-{pub_hi:.3f}) are over 3x the MSE of predicting the "
                        f"training mean ({trivial:.4f}): they cannot be on this scale")
         else:
@@ -377,7 +379,6 @@ def conclusion(res: dict) -> str:
                      f"{sd[lin, 'zscore_inliers', 'token']:.3f}. A few recording errors (`gross_outliers`) decide the "
                      "z-score MSE when they fall among the hidden values.")
     if "RoMAE" in s.index.get_level_values(0):
-        plausible = [n for n in NORMS if min(pub.values()) <= 3 * max(s["training mean", n, u] for u in UNITS)]
         for label, v in pub.items():
             if not plausible:
                 break
