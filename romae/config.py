@@ -95,6 +95,8 @@ class RoMAEConfig:
     task: str = "classification"  # classification (cross-entropy) | regression (MSE)
     label_smoothing: float = 0.0  # PyTorch's epsilon; the paper's confidence c (App. A.2) is 1 - epsilon
     head_dropout: float = 0.0  # dropout before the head's RMSNorm (authors' code)
+    class_weights: tuple[float, ...] | None = None  # cross-entropy weight per class (the authors' ELAsTiCC
+    #                                                 code); None = unweighted
     init: str | None = None  # None: as the authors (PyTorch default for pre-training,
     #                          truncated normal 0.02 for fine-tuning); or "default" | "trunc_normal"
     mask_token_init: str = "zeros"  # zeros: the authors'; "normal": MAE's N(0, 0.02) (facebookresearch/mae);
@@ -115,6 +117,13 @@ class RoMAEConfig:
             raise ValueError(f"unknown task {self.task!r}; choose 'classification' or 'regression'")
         if not 0.0 <= self.label_smoothing < 1.0:
             raise ValueError(f"label_smoothing must lie in [0, 1), got {self.label_smoothing}")
+        if self.class_weights is not None:
+            self.class_weights = tuple(float(w) for w in self.class_weights)
+            if not all(w >= 0 and w < float("inf") for w in self.class_weights) or not any(self.class_weights):
+                raise ValueError(f"class_weights must be finite, >= 0 and not all 0, got {self.class_weights}")
+            if len(self.class_weights) != self.n_outputs or self.task != "classification":
+                raise ValueError(f"class_weights need a classification task with one weight per class: got "
+                                 f"{len(self.class_weights)} weights for n_outputs={self.n_outputs} ({self.task})")
         if self.init not in (None, "default", "trunc_normal"):
             raise ValueError(f"unknown init {self.init!r}; choose None, 'default' or 'trunc_normal'")
         if self.mask_token_init not in ("zeros", "normal"):

@@ -432,7 +432,8 @@ class RoMAEForPrediction(RoMAETrunk):
                 target = target.masked_fill(pad_mask.reshape(-1), -100)
             _require(~bad.any(), f"class labels must lie in [0, n_outputs={self.cfg.n_outputs})",
                      lambda: f", found {target[bad][0].item()}")
-            return F.cross_entropy(logits, target, label_smoothing=self.cfg.label_smoothing)
+            weight = None if self.cfg.class_weights is None else logits.new_tensor(self.cfg.class_weights)
+            return F.cross_entropy(logits, target, weight=weight, label_smoothing=self.cfg.label_smoothing)
         if labels.numel() != out.numel():
             raise ValueError(f"regression labels must have {list(out.shape)} entries, got {list(labels.shape)}")
         err = (out.float() - labels.reshape(out.shape).float()).pow(2)

@@ -65,7 +65,8 @@ def pretrain_finetune(name: str, train, test, model: RoMAEConfig, *, finetune: T
     clf.load_state_dict(ft["state_dict"])
     clf.eval()
     outputs = predict(clf, test, batch_size=eval_batch)
-    labels = test.tensors["labels"] if hasattr(test, "tensors") else test["labels"]
+    labels = test.tensors["labels"] if hasattr(test, "tensors") else getattr(test, "labels", None)
+    labels = test["labels"] if labels is None else labels
     scores = {name_: float(fn(labels, outputs)) for name_, fn in metric_fns.items()}
     return dict(metrics=scores, outputs=outputs, model=clf, config=ft_cfg,
                 pretrain_history=None if pre is None else pre["history"], finetune_history=ft["history"],

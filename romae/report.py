@@ -190,14 +190,16 @@ def build_summary(reports_dir: str | Path | None = None) -> pd.DataFrame:
                                                                       p.better), r.note),
                              note=r.note))
     # our rows of a paper experiment and metric that the paper has no value for (e.g. the from-scratch
-    # controls): shown, with no paper number and status "no paper value"
+    # controls): shown, with no paper number and status "no paper value", or "stand-in" for a run on
+    # stand-in data (never compared with the paper's number)
     known = set(zip(paper.experiment, paper.setting, paper.metric))
     metrics_of = set(zip(paper.experiment, paper.metric))
     for _, r in results.iterrows():
         if (r.experiment, r.setting, r.metric) not in known and (r.experiment, r.metric) in metrics_of:
             rows.append(dict(experiment=r.experiment, setting=r.setting, metric=r.metric, paper=None, ours=r.ours,
                              ours_std=r.ours_std, n_seeds=r.n_seeds, profile=r.profile, device=r.device,
-                             status="no paper value", note=r.note))
+                             status="stand-in" if "stand-in" in str(r.note).lower() else "no paper value",
+                             note=r.note))
     summary = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
     summary["_rank"] = summary.profile.map(PROFILE_RANK).fillna(9)
     summary = summary.sort_values(["experiment", "setting", "metric", "_rank"], kind="stable")
@@ -229,7 +231,9 @@ def artefact_view(summary: pd.DataFrame, reports_dir: str | Path | None = None,
         runs = pd.read_csv(folder / "runs.csv", dtype=str, keep_default_na=False)
     out = []
     for a in artefacts():
-        rows = summary[summary.experiment.isin(a["experiments"]) & (summary.status != "no paper value")]
+        mine = summary[summary.experiment.isin(a["experiments"])]
+        rows = mine[~mine.status.isin(["no paper value", "stand-in"])]
+        stand_in = len(mine[mine.status == "stand-in"].drop_duplicates(["experiment", "setting", "metric"]))
         best = rows.assign(_r=rows.profile.map(PROFILE_RANK).fillna(9)).sort_values("_r", kind="stable")
         best = best.drop_duplicates(["experiment", "setting", "metric"])  # best profile of each row
         counts = best.status.value_counts()
@@ -241,6 +245,9 @@ def artefact_view(summary: pd.DataFrame, reports_dir: str | Path | None = None,
             fig = "figure made" if made else "figure not made"
             state = f"{fig}; {state}" if state else (fig + ("" if a["experiments"] else ", no quantitative check"))
             profile = profile or (_best_ok_profile(runs, a["notebook"]) if made else "")
+        if stand_in:  # runs on stand-in data: said, not counted as a comparison with the paper
+            state = ", ".join(x for x in (state, f"{stand_in} stand-in rows") if x)
+            profile = profile or min(mine[mine.status == "stand-in"].profile, key=lambda p: PROFILE_RANK.get(p, 9))
         out.append(dict(artefact=a["artefact"], paper=a["paper_ref"], notebook=" ".join(a["notebook"]),
                         status=state or "not run", profile=profile, what=a["what"]))
     return pd.DataFrame(out, columns=ARTEFACT_COLUMNS)

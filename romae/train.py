@@ -154,9 +154,12 @@ def _bucketed(perm: torch.Tensor, lengths: torch.Tensor, batch: int, buckets: in
 
 def _lengths(data) -> torch.Tensor:
     """Real tokens per sample (from the dataset's pad_mask) for length bucketing."""
+    if hasattr(data, "lengths"):  # e.g. a romae.store.TokenStore
+        return torch.as_tensor(data.lengths)
     pad = getattr(data, "tensors", {}).get("pad_mask")
     if pad is None:
-        raise ValueError("length_buckets needs a dataset with a pad_mask (an ArrayDataset / TokenDataset)")
+        raise ValueError("length_buckets needs a dataset with a pad_mask (an ArrayDataset / TokenDataset) "
+                         "or a `lengths` attribute (a TokenStore)")
     return (~pad).sum(1)
 
 
@@ -717,8 +720,8 @@ def training_seconds(history: list[dict], fallback: float) -> float:
 def fit_cached(name: str, model_cls, model_cfg, data, cfg: TrainConfig, key: dict, *, seed: int,
                cache_dir=None, refresh: bool = False, checkpoints: bool = False,
                pretrained: dict | None = None, **fit_kwargs) -> dict:
-    """Train `model_cls(model_cfg)` on `data` (an ArrayDataset or a dict of tensors), or load the result
-    from the results cache -> {state_dict, history, steps, seconds, run_id}.
+    """Train `model_cls(model_cfg)` on `data` (a dataset, e.g. an ArrayDataset or a TokenStore, or a dict
+    of tensors), or load the result from the results cache -> {state_dict, history, steps, seconds, run_id}.
 
     `key` names the data (and anything else that changes the model); the model and training configs
     are added to it, minus the progress bar. `checkpoints`: keep checkpoints and history.jsonl in
@@ -741,7 +744,7 @@ def fit_cached(name: str, model_cls, model_cfg, data, cfg: TrainConfig, key: dic
         if pretrained is not None:
             model.load_encoder(pretrained)
         t0 = time.perf_counter()
-        data_ = data if isinstance(data, ArrayDataset) else ArrayDataset(**data)
+        data_ = ArrayDataset(**data) if isinstance(data, dict) else data  # a dict of tensors, or a dataset
         res = fit(model, data_, cfg, out_dir=out_dir, config=model_cfg, resume=not refresh, **fit_kwargs)
         return dict(state_dict={k: v.detach().cpu() for k, v in res.model.state_dict().items()},
                     history=res.history, steps=res.steps, seconds=training_seconds(res.history, time.perf_counter() - t0))
