@@ -131,10 +131,6 @@ def _transform(name: str):
     return None if name == "raw" else (lambda v: torch.asinh(v / 10.0))
 
 
-def _alert_keep(flag, time):
-    return elasticc.alert_mask(flag, time)
-
-
 def standin_store(cfg: ElasticcRun) -> tuple[Path, pd.DataFrame]:
     """Generate the stand-in once into a store folder keyed by its size, seed and the generator's source."""
     src = hashlib.sha256(inspect.getsource(lightcurves).encode()).hexdigest()[:12]
@@ -155,14 +151,13 @@ def build(cfg: ElasticcRun, root=None) -> dict:
     """The store and its fold-`cfg.fold` views: {train, validation, test, classes, meta, partitions, stand_in}."""
     if cfg.data == "stand-in":
         folder, meta = standin_store(cfg)
-        meta = meta.assign(object_id=meta.object_id)
         partition_source = "ATAT's partitions code on the stand-in"
     else:
         folder, meta = elasticc.convert(root, progress=cfg.progress)
         paper_file = files.data_root(root) / "elasticc" / "data_partition_paper" / "partitions.parquet"
         partition_source = "ATAT's published partitions.parquet" if paper_file.is_file() else \
             "ATAT's partitions code re-run (not ATAT's exact split: its object order is not reproducible)"
-    data = store.TokenStore(folder, max_per_variable=cfg.max_per_band, keep=_alert_keep if cfg.alert_mask else None,
+    data = store.TokenStore(folder, max_per_variable=cfg.max_per_band, keep=elasticc.alert_mask if cfg.alert_mask else None,
                             value_transform=_transform(cfg.flux_transform),
                             name=f"alert={cfg.alert_mask},flux={cfg.flux_transform}")
     if cfg.data == "elasticc" and paper_file.is_file():
@@ -185,7 +180,8 @@ def find(cfg: ElasticcRun, root=None) -> tuple[bool, str]:
     if cfg.data == "stand-in":
         return True, ""
     try:
-        return (bool(elasticc.find(root)), "" if elasticc.find(root) else elasticc.missing_message(root))
+        found = bool(elasticc.find(root))
+        return found, "" if found else elasticc.missing_message(root)
     except FileNotFoundError as e:
         return False, f"{e}. {elasticc.missing_message(root)}"
 
