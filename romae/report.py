@@ -233,7 +233,8 @@ def artefact_view(summary: pd.DataFrame, reports_dir: str | Path | None = None,
     for a in artefacts():
         mine = summary[summary.experiment.isin(a["experiments"])]
         rows = mine[~mine.status.isin(["no paper value", "stand-in"])]
-        stand_in = len(mine[mine.status == "stand-in"].drop_duplicates(["experiment", "setting", "metric"]))
+        stand_in_rows = mine[mine.status == "stand-in"]
+        stand_in = len(stand_in_rows.drop_duplicates(["experiment", "setting", "metric"]))
         best = rows.assign(_r=rows.profile.map(PROFILE_RANK).fillna(9)).sort_values("_r", kind="stable")
         best = best.drop_duplicates(["experiment", "setting", "metric"])  # best profile of each row
         counts = best.status.value_counts()
@@ -247,7 +248,7 @@ def artefact_view(summary: pd.DataFrame, reports_dir: str | Path | None = None,
             profile = profile or (_best_ok_profile(runs, a["notebook"]) if made else "")
         if stand_in:  # runs on stand-in data: said, not counted as a comparison with the paper
             state = ", ".join(x for x in (state, f"{stand_in} stand-in rows") if x)
-            profile = profile or min(mine[mine.status == "stand-in"].profile, key=lambda p: PROFILE_RANK.get(p, 9))
+            profile = profile or min(stand_in_rows.profile, key=lambda p: PROFILE_RANK.get(p, 9))
         out.append(dict(artefact=a["artefact"], paper=a["paper_ref"], notebook=" ".join(a["notebook"]),
                         status=state or "not run", profile=profile, what=a["what"]))
     return pd.DataFrame(out, columns=ARTEFACT_COLUMNS)

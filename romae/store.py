@@ -37,6 +37,8 @@ import numpy as np
 import pandas as pd
 import torch
 
+from .builders import _py
+
 FORMAT = 1
 ARRAYS = ("values", "time", "variable", "flag", "offsets", "labels")
 
@@ -141,6 +143,10 @@ class TokenStore:
         sizes = [len(s.labels) for s in self.shards]
         self._shard_of = np.repeat(np.arange(len(sizes)), sizes)
         self._local = np.concatenate([np.arange(n) for n in sizes])
+        # per object over all shards, read once (small: one number per object)
+        self._labels = np.concatenate([np.asarray(s.labels) for s in self.shards])
+        self._n_obs = np.concatenate([np.diff(np.asarray(s.offsets)) for s in self.shards])
+        self._ids = [x for s in self.shards for x in s.meta["ids"]]
         self.index = np.arange(sum(sizes))
 
     # --- the dataset protocol of romae.train (len, batch) and what the recipe reads
@@ -157,19 +163,18 @@ class TokenStore:
 
     @property
     def labels(self) -> torch.Tensor:
-        return torch.as_tensor(np.array([self.shards[s].labels[i] for s, i in self._where()], dtype=np.int64))
+        return torch.as_tensor(self._labels[self.index])
 
     @property
     def ids(self) -> list:
-        return [self.shards[s].meta["ids"][i] for s, i in self._where()]
+        return [self._ids[i] for i in self.index.tolist()]
 
     @property
     def lengths(self) -> torch.Tensor:
-        """Observations per sample before `keep` and thinning (what length bucketing sorts by)."""
-        n = np.array([self.shards[s].offsets[i + 1] - self.shards[s].offsets[i] for s, i in self._where()])
-        cap = min(x for x in (self.max_tokens, None if self.max_per_variable is None else
-                              self.max_per_variable * len(self.variables), np.inf) if x is not None)
-        return torch.as_tensor(np.minimum(n, cap), dtype=torch.long)
+        """Observations per sample before `keep` and thinning, capped by the view (what length bucketing sorts by)."""
+        caps = [c for c in (self.max_tokens, self.max_per_variable and self.max_per_variable * len(self.variables)) if c]
+        n = self._n_obs[self.index]
+        return torch.as_tensor(np.minimum(n, min(caps)) if caps else n, dtype=torch.long)
 
     @property
     def token_dim(self) -> int:
@@ -181,14 +186,10 @@ class TokenStore:
         opts = (self.max_per_variable, self.max_tokens, self.time_scale, self.name, self.index.tolist())
         return hashlib.sha256(json.dumps([parts, opts], default=str).encode()).hexdigest()[:16]
 
-    def _where(self, rows: np.ndarray | None = None):
-        g = self.index if rows is None else self.index[rows]
-        return zip(self._shard_of[g].tolist(), self._local[g].tolist())
-
     def sample(self, i: int) -> dict[str, np.ndarray]:
         """Sample i of the view after `keep` and thinning: values [n, C], time [n] (raw), variable [n], flag [n]."""
-        s, j = next(self._where(np.array([i])))
-        sh = self.shards[s]
+        g = self.index[i]
+        sh, j = self.shards[self._shard_of[g]], self._local[g]
         a, b = int(sh.offsets[j]), int(sh.offsets[j + 1])
         out = dict(values=np.asarray(sh.values[a:b]), time=np.asarray(sh.time[a:b]),
                    variable=np.asarray(sh.variable[a:b]), flag=np.asarray(sh.flag[a:b]))
@@ -210,7 +211,8 @@ class TokenStore:
     def batch(self, idx: torch.Tensor) -> dict[str, torch.Tensor]:
         """idx [B] -> values [B, N, C] float32, positions [B, 2, N] float64 (time, variable), pad_mask [B, N],
         labels [B] (when the store has labels); N = the batch's longest sample."""
-        rows = [self.sample(i) for i in torch.as_tensor(idx).tolist()]
+        idx = torch.as_tensor(idx).tolist()
+        rows = [self.sample(i) for i in idx]
         N, C = max(len(r["time"]) for r in rows), self.token_dim
         values = np.zeros((len(rows), N, C), np.float32)
         pos = np.zeros((len(rows), 2, N), np.float64)
@@ -225,7 +227,7 @@ class TokenStore:
         if self.value_transform is not None:
             v = self.value_transform(v).masked_fill(torch.from_numpy(pad)[..., None], 0.0)
         out = dict(values=v, positions=torch.from_numpy(pos), pad_mask=torch.from_numpy(pad))
-        labels = np.array([self.shards[s].labels[j] for s, j in self._where(np.asarray(torch.as_tensor(idx)))])
+        labels = self._labels[self.index[idx]]
         if (labels >= 0).all():
             out["labels"] = torch.as_tensor(labels, dtype=torch.long)
         return out
@@ -234,11 +236,6 @@ class TokenStore:
         return (f"TokenStore({len(self)} samples in {len(self.shards)} shard(s) of {self.folder}, values "
                 f"{self.value_columns}, {len(self.variables)} variables"
                 + (f", {len(self.classes)} classes" if self.classes else "") + ")")
-
-
-def _py(x):
-    """A numpy scalar as the plain Python value (readable messages, JSON)."""
-    return x.item() if isinstance(x, np.generic) else x
 
 
 def _even(n: int, k: int) -> np.ndarray:

@@ -151,19 +151,19 @@ def build(cfg: ElasticcRun, root=None) -> dict:
     """The store and its fold-`cfg.fold` views: {train, validation, test, classes, meta, partitions, stand_in}."""
     if cfg.data == "stand-in":
         folder, meta = standin_store(cfg)
+        parts = elasticc.partitions(meta.object_id, meta.label, test_per_class=cfg.test_per_class)
         partition_source = "ATAT's partitions code on the stand-in"
     else:
         folder, meta = elasticc.convert(root, progress=cfg.progress)
         paper_file = files.data_root(root) / "elasticc" / "data_partition_paper" / "partitions.parquet"
-        partition_source = "ATAT's published partitions.parquet" if paper_file.is_file() else \
-            "ATAT's partitions code re-run (not ATAT's exact split: its object order is not reproducible)"
+        if paper_file.is_file():
+            parts, partition_source = elasticc.read_partitions(paper_file), "ATAT's published partitions.parquet"
+        else:
+            parts = elasticc.partitions(meta.object_id, meta.label, test_per_class=cfg.test_per_class)
+            partition_source = "ATAT's partitions code re-run (not ATAT's exact split: its object order is not reproducible)"
     data = store.TokenStore(folder, max_per_variable=cfg.max_per_band, keep=elasticc.alert_mask if cfg.alert_mask else None,
                             value_transform=_transform(cfg.flux_transform),
                             name=f"alert={cfg.alert_mask},flux={cfg.flux_transform}")
-    if cfg.data == "elasticc" and paper_file.is_file():
-        parts = elasticc.read_partitions(paper_file)
-    else:
-        parts = elasticc.partitions(meta.object_id, meta.label, test_per_class=cfg.test_per_class)
     ids = elasticc.fold(parts, cfg.fold)
     pos = {oid: i for i, oid in enumerate(data.ids)}
     missing = [o for o in ids["test"] + ids["train"] if o not in pos]
