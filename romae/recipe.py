@@ -44,7 +44,8 @@ def pretrain_finetune(name: str, train, test, model: RoMAEConfig, *, finetune: T
     and metrics are logged during fine-tuning (never used to pick a model). pretrain_data: pre-train on
     other (e.g. more, unlabelled) samples than the classifier is fine-tuned on; `key` then names the
     pre-training data and `finetune_key` what differs for fine-tuning (e.g. the labelled subset).
-    Returns {metrics, outputs (test logits), model (fine-tuned, eval mode), pretrain_history,
+    Returns {metrics, outputs (test logits), model (fine-tuned, eval mode), pretrained_state (the MAE's
+    state dict, or None), pretrain_history,
     finetune_history, seconds: {pretrain, finetune}}.
     """
     metric_fns = resolve_metrics(metrics)
@@ -69,6 +70,7 @@ def pretrain_finetune(name: str, train, test, model: RoMAEConfig, *, finetune: T
     labels = test["labels"] if labels is None else labels
     scores = {name_: float(fn(labels, outputs)) for name_, fn in metric_fns.items()}
     return dict(metrics=scores, outputs=outputs, model=clf, config=ft_cfg,
+                pretrained_state=None if pre is None else pre["state_dict"],
                 pretrain_history=None if pre is None else pre["history"], finetune_history=ft["history"],
                 seconds=dict(pretrain=None if pre is None else pre["seconds"], finetune=ft["seconds"],
                              evaluate=time.perf_counter() - t2, wall=time.perf_counter() - t0),

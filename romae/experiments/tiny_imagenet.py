@@ -1,0 +1,406 @@
+"""Tiny ImageNet (Sec. 5.2, Table 2): RoPE with and without [CLS] against absolute sin/cos, on real images.
+
+Each variant of Table 2 is pre-trained as a masked autoencoder and fine-tuned on its own, through the
+shared recipe `romae.recipe.pretrain_finetune`:
+- "RoPE, no [CLS] (mean head)": 2-D axial p-RoPE on the (row, column) patch grid, no [CLS] in either
+  stage, classification head on the mean of the outputs;
+- "RoPE, [CLS]": the same with a [CLS] token at the origin, head on [CLS];
+- "absolute sin/cos, [CLS]": the authors' baseline, a 1-D sin/cos table over the flattened patch grid
+  added to the embeddings, no RoPE ("very similar to MAE");
+- optional extra row "absolute 2-D sin/cos, [CLS]" (MAE's own 2-D table; not in the paper).
+
+Images are patchified on the fly from uint8 storage (`romae.images`): ImageNet mean/std, (16, 16) patches
+with integer grid positions, 75 % random masking and per-patch normalised targets (MAE's norm-pix) in
+pre-training; fine-tuning with RandAugment (2, 9) (kornia, batched) and label smoothing 0.1 (the paper's
+c = 0.9), Table 10's optimisers and schedules. Top-1 accuracy and macro-F1 on the 10,000 validation
+images, from the model after the last epoch.
+
+Profiles: `paper` = Table 10 (RoMAE-small, 200 + 15 epochs, batch 1024) on the official 64-px archive
+resized to 224 px as the authors' code did (the paper does not say so), decoder 432 wide x 2 blocks (the
+authors' code); `quick` = the shared 32-px subset on a CPU; `smoke` = seconds. Run the paper profile on
+GPUs with `accelerate launch -m romae.experiments.tiny_imagenet --profile paper --processes 8`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import torch
+
+from ..config import RoMAEConfig, TrainConfig, check_profile, size
+from ..data import tiny_imagenet
+from ..images import GridDataset, from_images, rand_augment
+from ..model import RoMAEForPreTraining
+from ..recipe import pretrain_finetune
+from ..reference import peer_values
+from ..report import record, save_table
+
+EXPERIMENT = "table2_tiny_imagenet"
+# Table 2's rows (the summary's settings) -> (pos_encoding, use_cls)
+VARIANTS = {
+    "RoPE, no [CLS] (mean head)": ("rope", False),
+    "RoPE, [CLS]": ("rope", True),
+    "absolute sin/cos, [CLS]": ("absolute", True),
+    "absolute 2-D sin/cos, [CLS] (not in the paper)": ("absolute_nd", True),
+}
+TABLE2 = tuple(list(VARIANTS)[:3])
+
+
+@dataclass(frozen=True)
+class TinyImageNetRun:
+    """One profile. Defaults = the `paper` profile (Sec. 5.2, App. D.1, Table 10, the authors' code)."""
+
+    source: str = "official"  # official (64 px, 100,000 train) | subset (the shared 32 px) | auto | a zip path
+    image_size: int | None = 224  # resize before patching: the authors' code (not in the paper); None = as stored
+    patch: int = 16  # Table 10: (16, 16)
+    variants: tuple[str, ...] = TABLE2
+    encoder: str = "small"  # Sec. 5.2: RoMAE-small
+    decoder: dict = dataclasses.field(default_factory=lambda: dict(d_model=432, n_heads=6, depth=2, d_ff=1728))
+    #                 the authors' code: 432 wide x 2 blocks (App. A.1 says tiny-shallow)
+    seeds: tuple[int, ...] = (0, 1, 2)  # the paper's number of seeds is not stated
+    n_classes: int | None = None  # None: all 200; k: the first k WordNet ids (smoke runs)
+    train_per_class: int | None = None  # None: every training image of the archive
+    val_per_class: int | None = None  # None: all 50 validation images per class
+    mask_ratio: float = 0.75  # Table 10
+    pretrain_epochs: int = 200  # Table 10
+    pretrain_batch: int = 1024  # global
+    pretrain_lr: float = 2e-4
+    pretrain_warmup: int = 2000
+    finetune_epochs: int = 15
+    finetune_batch: int = 1024
+    finetune_lr: float = 1e-3
+    finetune_warmup: int = 500
+    warmup_cap: float | None = None  # reduced profiles: warm-up at most this share of a run's steps
+    weight_decay: float = 0.05  # both stages (Table 10)
+    grad_clip: float = 1.0
+    label_smoothing: float = 0.1  # PyTorch's epsilon = 1 - c, c = 0.9 (Table 10; the authors passed 0.1)
+    rand_augment: tuple[int, int] | None = (2, 9)  # (ops, magnitude of 30) in fine-tuning; None = off
+    processes: int = 1  # GPUs under `accelerate launch`: per-process batch = global batch / processes
+    bf16: bool = False  # the paper's runs are FP32 (App. D.1)
+    from_scratch: bool = False  # also fine-tune each variant without pre-training (a control)
+    progress: bool = True
+
+    def __post_init__(self):
+        unknown = [v for v in self.variants if v not in VARIANTS]
+        if unknown or not self.variants:
+            raise ValueError(f"unknown variants {unknown}; choose from {list(VARIANTS)}")
+        if self.processes < 1 or self.patch < 1:
+            raise ValueError(f"processes and patch must be >= 1, got {self.processes}, {self.patch}")
+        if not self.seeds:
+            raise ValueError("seeds must name at least one seed")
+        size(self.encoder)
+
+    def model_config(self, variant: str, token_dim: int) -> RoMAEConfig:
+        pos, cls = VARIANTS[variant]
+        return RoMAEConfig(token_dim=token_dim, n_axes=2, encoder=size(self.encoder), decoder=dict(self.decoder),
+                           pos_encoding=pos, use_cls=cls, mask_ratio=self.mask_ratio, normalize_targets=True)
+
+    def _train(self, epochs, batch, lr, betas, warmup, n) -> TrainConfig:
+        per = max(1, min(batch // self.processes, n))
+        steps = epochs * -(-n // (per * self.processes))
+        return TrainConfig(epochs=epochs, batch_size=per, lr=lr, betas=betas, weight_decay=self.weight_decay,
+                           grad_clip=self.grad_clip, bf16=self.bf16, progress=self.progress, log_every=10,
+                           warmup_steps=warmup if self.warmup_cap is None else min(warmup, int(self.warmup_cap * steps)))
+
+    def pretrain_config(self, n: int) -> TrainConfig:
+        return self._train(self.pretrain_epochs, self.pretrain_batch, self.pretrain_lr, (0.9, 0.95),
+                           self.pretrain_warmup, n)
+
+    def finetune_config(self, n: int) -> TrainConfig:
+        return self._train(self.finetune_epochs, self.finetune_batch, self.finetune_lr, (0.9, 0.999),
+                           self.finetune_warmup, n)
+
+
+PROFILES = {
+    "paper": TinyImageNetRun(),
+    # the shared 32-px subset (20,000 train / 10,000 val) on a 2-core CPU in ~45 min: 4 x 4 patches (an
+    # 8 x 8 grid of 64 tokens, so positions still matter), RoMAE-tiny-shallow encoder and decoder, batch 256
+    "quick": TinyImageNetRun(source="subset", image_size=None, patch=4, encoder="tiny-shallow",
+                             decoder=dict(size("tiny-shallow").__dict__), seeds=(0, 1), pretrain_epochs=6,
+                             pretrain_batch=256, pretrain_lr=1e-3, finetune_epochs=5, finetune_batch=256,
+                             warmup_cap=0.1),
+    # seconds: 10 classes x 20 images, 8 x 8 patches of the 32-px subset, 1 + 1 epochs
+    "smoke": TinyImageNetRun(source="subset", image_size=None, patch=8, encoder="tiny-shallow",
+                             decoder=dict(size("tiny-shallow").__dict__), seeds=(0,), n_classes=10,
+                             train_per_class=20, val_per_class=10, pretrain_epochs=1, pretrain_batch=64,
+                             pretrain_lr=1e-3, finetune_epochs=1, finetune_batch=64, warmup_cap=0.1, progress=False),
+}
+
+
+def config(profile: str, **overrides) -> TinyImageNetRun:
+    """The settings of a profile with optional overrides (e.g. seeds=(0,), variants=(...))."""
+    return dataclasses.replace(PROFILES[check_profile(profile)], **overrides)
+
+
+def find(cfg: TinyImageNetRun, root=None) -> tuple[bool, str]:
+    """(available, message): whether the run's archive is there, and how to get it if not."""
+    try:
+        tiny_imagenet.find(root, cfg.source)
+        return True, ""
+    except FileNotFoundError as e:
+        return False, str(e)
+
+
+def _select(labels: np.ndarray, n_classes: int | None, per_class: int | None) -> np.ndarray:
+    """Indices of the first `per_class` images of each of the first `n_classes` classes (in file order)."""
+    keep = labels < n_classes if n_classes is not None else np.ones(len(labels), bool)
+    idx = np.flatnonzero(keep)
+    if per_class is not None:
+        rank = pd.Series(labels[idx]).groupby(labels[idx]).cumcount().to_numpy()
+        idx = idx[rank < per_class]
+    return idx
+
+
+def build(cfg: TinyImageNetRun, root=None) -> dict:
+    """{train, test (GridDatasets), classes, names, source, resolution, digest}: the archive's train and val
+    splits cut as `cfg` says; test = the validation images (the paper's evaluation set)."""
+    splits = {s: tiny_imagenet.load(s, root, source=cfg.source, progress=cfg.progress) for s in ("train", "val")}
+    out = {}
+    for name, split, per in (("train", "train", cfg.train_per_class), ("test", "val", cfg.val_per_class)):
+        d = splits[split]
+        idx = _select(np.asarray(d["labels"]), cfg.n_classes, per)
+        if len(idx) == 0:
+            raise ValueError(f"no {split} images left after n_classes={cfg.n_classes}, per_class={per}")
+        size_ = None if cfg.image_size is None else (cfg.image_size, cfg.image_size)
+        out[name] = from_images(np.asarray(d["images"][idx]), np.asarray(d["labels"])[idx],
+                                patch_size=cfg.patch, size=size_, classes=d["classes"][:cfg.n_classes])
+    d = splits["train"]
+    return dict(**out, classes=d["classes"][:cfg.n_classes], names=d["names"][:cfg.n_classes], source=d["source"],
+                resolution=d["resolution"], digest=tiny_imagenet.verify(d["path"])[:16], path=d["path"])
+
+
+def _note(cfg: TinyImageNetRun, d: dict, profile: str, res: dict, n: int) -> str:
+    src = {"official": "official Tiny ImageNet (64 px)",
+           "subset": f"shared Tiny ImageNet subset ({d['resolution']} px, reduced from 64 px)"}.get(d["source"], d["path"])
+    shown = f"resized to {cfg.image_size} px" if cfg.image_size else f"at {d['resolution']} px"
+    grid = d["train"].grid
+    pre = res["steps"]["pretrain"]
+    return (f"{src}, {shown}; {len(d['classes'])} classes, {len(d['train'])} train / {len(d['test'])} val images; "
+            f"patch {cfg.patch}x{cfg.patch} -> {grid[0]}x{grid[1]} = {grid[0] * grid[1]} tokens; RoMAE-{cfg.encoder}; "
+            + (f"pre-trained {cfg.pretrain_epochs} epochs ({pre} steps, batch {cfg.pretrain_batch}, mask "
+               f"{cfg.mask_ratio}, norm-pix), " if pre else "from scratch, ")
+            + f"fine-tuned {cfg.finetune_epochs} epochs ({res['steps']['finetune']} steps, batch {cfg.finetune_batch}"
+            + (f", RandAugment {cfg.rand_augment}" if cfg.rand_augment else "") + f"); mean of {n} seed(s)"
+            + ("; reduced: not the paper's scale" if profile != "paper" or d["source"] != "official" else ""))
+
+
+def _is_main() -> bool:
+    from accelerate import PartialState
+
+    return PartialState().is_main_process
+
+
+def run(profile: str = "smoke", data_root=None, reports_dir=None, cache_dir=None, refresh: bool = False,
+        **overrides) -> dict:
+    """Pre-train + fine-tune every variant and seed; record accuracy and macro-F1; save Table 2."""
+    cfg = config(profile, **overrides)
+    ok, message = find(cfg, data_root)
+    if not ok:
+        return dict(config=cfg, found=False, message=message, results={}, per_seed=pd.DataFrame(), table=None)
+    t0 = time.perf_counter()
+    d = build(cfg, data_root)
+    train, test = d["train"], d["test"]
+    augment = None if cfg.rand_augment is None else rand_augment(*cfg.rand_augment)
+    key = dict(data=d["digest"], n_classes=cfg.n_classes, train_per_class=cfg.train_per_class,
+               image_size=cfg.image_size, patch=cfg.patch, normalise="imagenet")
+    ft_key = dict(augment=None if augment is None else f"kornia RandAugment{cfg.rand_augment}, groups of 8")
+    rows, results = [], {}
+    for variant in cfg.variants:
+        model_cfg = cfg.model_config(variant, train.token_dim)
+        for seed in cfg.seeds:
+            for pretrained in (True, False) if cfg.from_scratch else (True,):
+                res = pretrain_finetune(
+                    f"tiny_imagenet_{VARIANTS[variant][0]}_{'cls' if VARIANTS[variant][1] else 'mean'}",
+                    train.with_augment(augment), test, model_cfg, pretrain_data=train, finetune_key=ft_key,
+                    finetune=cfg.finetune_config(len(train)),
+                    pretrain=cfg.pretrain_config(len(train)) if pretrained else None, n_outputs=len(d["classes"]),
+                    seed=seed, key=key, head_overrides=dict(label_smoothing=cfg.label_smoothing),
+                    eval_batch=256, cache_dir=cache_dir, refresh=refresh, checkpoints=profile != "smoke")
+                label = variant if pretrained else f"{variant}, from scratch"
+                results[(label, seed)] = res
+                rows.append(dict(setting=label, seed=seed, **res["metrics"],
+                                 pretrain_steps=res["steps"]["pretrain"], finetune_steps=res["steps"]["finetune"],
+                                 pretrain_seconds=res["seconds"]["pretrain"],
+                                 finetune_seconds=res["seconds"]["finetune"]))
+    per_seed = pd.DataFrame(rows)
+    table = comparison_table(per_seed, profile)
+    if _is_main():  # several processes under `accelerate launch`: one writer
+        for label, f in per_seed.groupby("setting", sort=False):
+            note = _note(cfg, d, profile, results[(label, f.seed.iloc[0])], len(f))
+            for metric in ("macro_f1", "accuracy"):
+                record(EXPERIMENT, label, metric, float(f[metric].mean()),
+                       ours_std=float(f[metric].std(ddof=1)) if len(f) > 1 else None, n_seeds=len(f),
+                       profile=profile, note=note, reports_dir=reports_dir)
+        save_table(table, EXPERIMENT, reports_dir)
+        save_table(per_seed, f"{EXPERIMENT}_per_seed", reports_dir)
+    return dict(config=cfg, found=True, message="", data=d, results=results, per_seed=per_seed, table=table,
+                seconds=time.perf_counter() - t0)
+
+
+def comparison_table(per_seed: pd.DataFrame, profile: str) -> pd.DataFrame:
+    """Table 2 (the paper's F-score = macro-F1) beside ours: mean +- std over seeds of macro-F1 and accuracy."""
+    from ..reference import paper_values
+
+    paper = {r["setting"]: r for r in paper_values() if r["experiment"] == EXPERIMENT}
+    g = per_seed.groupby("setting", sort=False)
+    out = pd.DataFrame({
+        "variant": list(g.groups),
+        "paper F-score (Table 2)": [paper[s]["paper"] if s in paper else np.nan for s in g.groups],
+        "paper std": [paper[s]["paper_std"] if s in paper else np.nan for s in g.groups],
+        f"macro-F1 (ours, {profile})": g.macro_f1.mean().to_numpy(),
+        "macro-F1 std": g.macro_f1.std(ddof=1).to_numpy(),
+        f"accuracy (ours, {profile})": g.accuracy.mean().to_numpy(),
+        "accuracy std": g.accuracy.std(ddof=1).to_numpy(),
+        "seeds": g.seed.size().to_numpy(),
+    })
+    return out
+
+
+def anchors() -> pd.DataFrame:
+    """Published from-scratch results on Tiny ImageNet at 64 px (for scale; not comparable with 32 px)."""
+    return pd.DataFrame(peer_values(EXPERIMENT))[["model", "metric", "value", "source"]]
+
+
+def ordering(per_seed: pd.DataFrame, metric: str = "accuracy") -> pd.DataFrame:
+    """Pairwise differences between variants (mean over seeds) with a rough resolution check: a gap is
+    called resolved when it exceeds twice the standard error of the difference of the two means."""
+    g = per_seed.groupby("setting", sort=False)[metric]
+    m, s, n = g.mean(), g.std(ddof=1), g.size()
+    rows = []
+    names = list(m.index)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            se = float(np.sqrt(s[a] ** 2 / n[a] + s[b] ** 2 / n[b])) if n[a] > 1 and n[b] > 1 else np.nan
+            diff = float(m[a] - m[b])
+            rows.append(dict(a=a, b=b, difference=diff, se=se,
+                             resolved=bool(np.isfinite(se) and abs(diff) > 2 * se)))
+    return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------- figures
+
+def pretrained_model(res: dict, label: str, seed: int) -> RoMAEForPreTraining:
+    """The pre-training model (MAE) of one variant and seed, from the run's results, in eval mode."""
+    r = res["results"][(label, seed)]
+    if r.get("pretrained_state") is None:
+        raise ValueError(f"{label!r} seed {seed} was not pre-trained")
+    cfg = res["config"].model_config(label, res["data"]["train"].token_dim)
+    model = RoMAEForPreTraining(cfg)
+    model.load_state_dict(r["pretrained_state"])
+    return model.eval()
+
+
+@torch.no_grad()
+def reconstruct(model: RoMAEForPreTraining, data: GridDataset, idx, seed: int = 0) -> dict:
+    """MAE's picture: {original, masked, prediction, pasted} images [B, C, H, W] in [0, 1] for samples idx.
+
+    With norm-pix targets the model predicts each hidden patch standardised; as MAE's visualisation does,
+    the prediction is shown with the original patch's mean and std put back."""
+    b = data.batch(torch.as_tensor(idx))
+    v = b["values"]
+    B, N, _ = v.shape
+    g = torch.Generator().manual_seed(seed)
+    n_hide = int(np.ceil(model.cfg.mask_ratio * N))
+    order = torch.rand(B, N, generator=g).argsort(1)
+    mask = torch.zeros(B, N, dtype=torch.bool).scatter_(1, order[:, :n_hide], True)
+    pred, _ = model(v, b["positions"], mask=mask)
+    pred = pred.reshape(B, -1, v.shape[-1])
+    if model.cfg.normalize_targets:  # back to pixel scale with each target patch's statistics
+        t = v[mask].reshape(B, -1, v.shape[-1])
+        pred = pred * (t.var(-1, keepdim=True) + 1e-6).sqrt() + t.mean(-1, keepdim=True)
+    masked, prediction, pasted = v.clone(), v.clone(), v.clone()
+    masked[mask] = float("nan")  # hidden patches: shown grey
+    prediction[~mask] = float("nan")  # only what the model predicted
+    prediction[mask] = pasted[mask] = pred.reshape(-1, v.shape[-1])
+    to = lambda t: data.to_images(t).clamp(0, 1)  # noqa: E731  (NaN stays NaN)
+    return dict(original=to(v), masked=to(masked), prediction=to(prediction), pasted=to(pasted), mask=mask)
+
+
+def plot_reconstructions(res: dict, label: str, seed: int, idx, mask_seed: int = 0):
+    """Rows: samples; columns: original, masked input (grey = hidden), the hidden patches predicted, and the
+    prediction pasted among the visible patches."""
+    model = pretrained_model(res, label, seed)
+    data = res["data"]["test"]
+    r = reconstruct(model, data, idx, mask_seed)
+    cols = (("original", "original"), ("masked", "masked input (75 %)"), ("prediction", "prediction (hidden patches)"),
+            ("pasted", "reconstruction + visible"))
+    fig, axes = plt.subplots(len(idx), 4, figsize=(7.2, 1.9 * len(idx)), squeeze=False)
+    names = res["data"]["names"]
+    for i, j in enumerate(idx):
+        for k, (key, title) in enumerate(cols):
+            img = r[key][i].permute(1, 2, 0).numpy()
+            img = np.where(np.isnan(img), 0.5, img)
+            axes[i, k].imshow(img, interpolation="nearest")
+            axes[i, k].set_xticks([]), axes[i, k].set_yticks([])
+            if i == 0:
+                axes[i, k].set_title(title, fontsize=8)
+        axes[i, 0].set_ylabel(names[int(data.labels[j])][:18], fontsize=7)
+    fig.suptitle(f"{label}, seed {seed}: validation images (norm-pix predictions shown with each hidden "
+                 "patch's own mean and std, as MAE's figures)", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_learning_curves(res: dict):
+    """Pre-training (masked-patch MSE, norm-pix) and fine-tuning (cross-entropy) loss of every run."""
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 3.6))
+    for (label, seed), r in res["results"].items():
+        if r["pretrain_history"]:
+            p = pd.DataFrame(r["pretrain_history"]).dropna(subset=["loss"])
+            a.plot(p.step, p.loss, label=f"{label}, seed {seed}")
+        f = pd.DataFrame(r["finetune_history"]).dropna(subset=["loss"])
+        b.plot(f.step, f.loss, alpha=0.8, label=f"{label}, seed {seed}")
+    a.set(xlabel="step", ylabel="masked-patch MSE (norm-pix)", title="pre-training")
+    b.set(xlabel="step", ylabel="cross-entropy (label smoothing 0.1)", title="fine-tuning")
+    for ax in (a, b):
+        ax.legend(fontsize=6)
+    fig.tight_layout()
+    return fig
+
+
+def plot_variants(res: dict):
+    """Accuracy and macro-F1 per variant: each seed as a dot, the mean as a bar."""
+    ps = res["per_seed"]
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.4))
+    for ax, metric in zip(axes, ("accuracy", "macro_f1")):
+        g = ps.groupby("setting", sort=False)[metric]
+        names = list(g.groups)
+        ax.bar(range(len(names)), g.mean().to_numpy(), color="tab:blue", alpha=0.35)
+        for i, n in enumerate(names):
+            v = ps[ps.setting == n][metric].to_numpy()
+            ax.plot(np.full(len(v), i), v, "o", color="tab:blue")
+        ax.set_xticks(range(len(names)))
+        ax.set_xticklabels([n.replace(", ", ",\n", 1) for n in names], fontsize=7)
+        ax.set(ylabel=metric.replace("_", "-"), title=f"{metric.replace('_', '-')} on the validation images")
+    fig.tight_layout()
+    return fig
+
+
+def main(argv=None) -> None:
+    """`accelerate launch -m romae.experiments.tiny_imagenet --profile paper --processes 8`: train (and
+    cache) a profile on several GPUs; the notebook then reads the cached results."""
+    import argparse
+
+    p = argparse.ArgumentParser(description=main.__doc__)
+    p.add_argument("--profile", default="paper")
+    p.add_argument("--data-root", default=None)
+    p.add_argument("--processes", type=int, default=1)
+    p.add_argument("--source", default=None, help="official | subset | auto | a zip path")
+    p.add_argument("--seeds", type=int, nargs="+", default=None)
+    a = p.parse_args(argv)
+    over = dict(processes=a.processes)
+    if a.source:
+        over["source"] = a.source
+    if a.seeds:
+        over["seeds"] = tuple(a.seeds)
+    res = run(a.profile, data_root=a.data_root, **over)
+    print(res["message"] or res["table"].to_string())
+
+
+if __name__ == "__main__":
+    main()
