@@ -107,6 +107,17 @@ def test_missing_archive_names_the_url_and_switch(tmp_path):
     assert res["found"] is False and res["table"] is None
 
 
+def test_auto_prefers_the_official_archive(tmp_path):
+    folder = tmp_path / "tiny_imagenet"
+    folder.mkdir()
+    (folder / ti.SUBSET).write_bytes(b"")
+    assert ti.find(tmp_path) == folder / ti.SUBSET
+    with pytest.raises(FileNotFoundError, match="download=True"):
+        ti.find(tmp_path, "official")
+    (folder / ti.OFFICIAL).write_bytes(b"")
+    assert ti.find(tmp_path) == folder / ti.OFFICIAL and ti.find(tmp_path, "subset") == folder / ti.SUBSET
+
+
 def test_official_archive_is_checked_by_md5(tmp_path, archive):
     folder = tmp_path / "tiny_imagenet"
     folder.mkdir()

@@ -86,20 +86,16 @@ def find(root: str | Path | None = None, source: str | Path = "auto", download_m
         return path
     base = folder(root)
     official, subset = base / OFFICIAL, base / SUBSET
-    if source == "official" or (source == "auto" and not subset.is_file()):
-        if official.is_file():
-            return official
-        if download_missing:
-            return download(root)
-        if source == "official":
-            raise files.missing_file_error(official, URL, "pass download=True (needs internet, 248 MB)")
+    if source in ("auto", "official") and official.is_file():
+        return official
+    if download_missing and source in ("auto", "official"):  # asked to download: the official archive
+        return download(root)
     if source in ("auto", "subset") and subset.is_file():
         return subset
-    if source == "auto" and official.is_file():
-        return official
     raise files.missing_file_error(
-        official if source == "auto" else subset, URL,
-        f"pass download=True for the official archive (needs internet), or put {OFFICIAL} or {SUBSET} in {base}")
+        subset if source == "subset" else official, URL,
+        f"pass download=True for the official archive (needs internet, 248 MB), or put {OFFICIAL} or {SUBSET} "
+        f"in {base}")
 
 
 def _members(zf: zipfile.ZipFile) -> tuple[str, dict[str, str]]:
@@ -189,7 +185,8 @@ def _save_atomic(path: Path, array: np.ndarray) -> None:
 
 def load(split: str = "train", root: str | Path | None = None, source: str | Path = "auto",
          download: bool = False, cache: bool = True, progress: bool = True) -> dict:
-    """One split -> {images uint8 [N, 3, H, W], labels int64 [N], classes, names, source, path, resolution}.
+    """One split -> {images uint8 [N, 3, H, W], labels int64 [N], classes, names, files, source, path,
+    digest (the archive's SHA-256), resolution}.
 
     source: "auto" (the official archive if present, else the shared 32-px subset), "official",
     "subset", or a path. download=True fetches the official archive when it is missing.
@@ -213,12 +210,18 @@ def load(split: str = "train", root: str | Path | None = None, source: str | Pat
         if cache:
             import json
 
-            for k, p in arrays.items():
-                _save_atomic(p, out[k])
-            tmp = meta.with_name(f".{meta.name}.part")  # written last and atomically: it marks the entry complete
-            tmp.write_text(json.dumps({k: out[k] for k in ("classes", "names", "files")}))
-            os.replace(tmp, meta)
-    out.update(source=kind, path=str(path), resolution=int(out["images"].shape[-1]))
+            try:
+                for k, p in arrays.items():
+                    _save_atomic(p, out[k])
+                tmp = meta.with_name(f".{meta.name}.part")  # written last and atomically: marks the entry complete
+                tmp.write_text(json.dumps({k: out[k] for k in ("classes", "names", "files")}))
+                os.replace(tmp, meta)
+            except OSError as e:  # a read-only checkout: decode again next time
+                import warnings
+
+                warnings.warn(f"cannot cache the decoded images in {CACHE} ({e}); they are decoded on every load",
+                              stacklevel=2)
+    out.update(source=kind, path=str(path), digest=digest, resolution=int(out["images"].shape[-1]))
     return out
 
 

@@ -171,7 +171,7 @@ def build(cfg: TinyImageNetRun, root=None) -> dict:
                                 patch_size=cfg.patch, size=size_, classes=d["classes"][:cfg.n_classes])
     d = splits["train"]
     return dict(**out, classes=d["classes"][:cfg.n_classes], names=d["names"][:cfg.n_classes], source=d["source"],
-                resolution=d["resolution"], digest=tiny_imagenet.verify(d["path"])[:16], path=d["path"])
+                resolution=d["resolution"], digest=d["digest"][:16], path=d["path"])
 
 
 def _note(cfg: TinyImageNetRun, d: dict, profile: str, res: dict, n: int) -> str:
