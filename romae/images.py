@@ -158,6 +158,39 @@ class GridDataset:
                 + (", augmented" if self.augment is not None else "") + ")")
 
 
+@torch.no_grad()
+def mae_reconstruction(model, data: GridDataset, idx, seed: int = 0) -> dict:
+    """MAE's picture of samples idx: {original, masked, prediction, pasted} grids [B, C, H, W] in the stored
+    scale (de-normalised; NaN where nothing is shown) and the mask [B, N] (True = hidden).
+
+    `model`: a RoMAEForPreTraining for `data`'s tokens. A fixed random mask (under `seed`) hides
+    ceil(mask_ratio * N) patches. With norm-pix targets the model predicts each hidden patch standardised;
+    as MAE's visualisation, the prediction is shown with the original patch's mean and std put back.
+    """
+    b = data.batch(torch.as_tensor(idx))
+    v = b["values"]
+    B, N, D = v.shape
+    g = torch.Generator().manual_seed(seed)
+    n_hide = int(np.ceil(model.cfg.mask_ratio * N))
+    order = torch.rand(B, N, generator=g).argsort(1)
+    mask = torch.zeros(B, N, dtype=torch.bool).scatter_(1, order[:, :n_hide], True)
+    was_training = model.training
+    model.eval()
+    pred, _ = model(v, b["positions"], mask=mask)
+    model.train(was_training)
+    pred = pred.reshape(B, -1, D)
+    if model.cfg.normalize_targets:  # back to the token scale with each target patch's statistics
+        t = v[mask].reshape(B, -1, D)
+        pred = pred * (t.var(-1, keepdim=True) + 1e-6).sqrt() + t.mean(-1, keepdim=True)
+    masked, prediction, pasted = v.clone(), v.clone(), v.clone()
+    masked[mask] = float("nan")  # hidden patches
+    prediction[~mask] = float("nan")  # only what the model predicted
+    prediction[mask] = pasted[mask] = pred.reshape(-1, D)
+    out = {k: data.to_images(t) for k, t in
+           dict(original=v, masked=masked, prediction=prediction, pasted=pasted).items()}
+    return dict(out, mask=mask)
+
+
 def from_images(images, labels=None, *, patch_size, mean=IMAGENET_MEAN, std=IMAGENET_STD, size=None,
                 classes: list | None = None, channels_last: bool | None = None) -> GridDataset:
     """A GridDataset of 8-bit images: uint8 [N, C, H, W] (or [N, H, W, C]; [N, H, W] is one channel).
@@ -205,4 +238,4 @@ def rand_augment(n: int = 2, m: int = 9, group: int = 8) -> Callable[[Tensor], T
     return apply
 
 
-__all__ = ["GridDataset", "from_images", "rand_augment", "IMAGENET_MEAN", "IMAGENET_STD"]
+__all__ = ["GridDataset", "from_images", "rand_augment", "mae_reconstruction", "IMAGENET_MEAN", "IMAGENET_STD"]

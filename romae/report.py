@@ -58,19 +58,30 @@ def device_label(device: str | torch.device | None = None) -> str:
     return f"cpu ({name}, {torch.get_num_threads()} threads)"
 
 
+def writer() -> bool:
+    """Whether this process writes reports: the main one of a distributed run (`accelerate launch` sets
+    RANK), or the only one. The others compute the same numbers and must not race on the same files."""
+    return os.environ.get("RANK", "0") == "0"
+
+
 def save_figure(fig, name: str, reports_dir: str | Path | None = None, dpi: int = 150) -> Path:
-    """Save a matplotlib figure as reports/figures/<name>.png (name = the paper artefact id)."""
+    """Save a matplotlib figure as reports/figures/<name>.png (name = the paper artefact id); only the
+    main process of a distributed run writes."""
     path = reports_path(reports_dir) / "figures" / f"{name}.png"
+    if not writer():
+        return path
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=dpi, bbox_inches="tight")
     return path
 
 
 def save_table(df: pd.DataFrame, name: str, reports_dir: str | Path | None = None) -> tuple[Path, Path]:
-    """Save a table as reports/tables/<name>.csv and a Markdown twin <name>.md."""
+    """Save a table as reports/tables/<name>.csv and a Markdown twin <name>.md (main process only)."""
     folder = reports_path(reports_dir) / "tables"
-    folder.mkdir(parents=True, exist_ok=True)
     csv, md = folder / f"{name}.csv", folder / f"{name}.md"
+    if not writer():
+        return csv, md
+    folder.mkdir(parents=True, exist_ok=True)
     df.to_csv(csv, index=False)
     md.write_text(_markdown(df))
     return csv, md
@@ -79,7 +90,8 @@ def save_table(df: pd.DataFrame, name: str, reports_dir: str | Path | None = Non
 def record(experiment: str, setting: str, metric: str, ours: float, *, profile: str,
            ours_std: float | None = None, n_seeds: int = 1, device: str | None = None, note: str = "",
            reports_dir: str | Path | None = None) -> dict:
-    """Add (or replace) one result row in reports/results.csv, keyed by (experiment, setting, metric, profile)."""
+    """Add (or replace) one result row in reports/results.csv, keyed by (experiment, setting, metric, profile);
+    in a distributed run only the main process writes (every process gets the row back)."""
     if profile not in PROFILE_RANK:
         raise ValueError(f"unknown profile {profile!r}; choose one of {', '.join(PROFILE_RANK)}")
     if not math.isfinite(float(ours)):
@@ -87,7 +99,8 @@ def record(experiment: str, setting: str, metric: str, ours: float, *, profile: 
     row = dict(experiment=experiment, setting=setting, metric=metric, ours=float(ours),
                ours_std=None if ours_std is None else float(ours_std), n_seeds=int(n_seeds),
                profile=profile, device=device or device_label(), note=note)
-    upsert_results(pd.DataFrame([row]), reports_path(reports_dir) / "results.csv")
+    if writer():  # one writer in a distributed run
+        upsert_results(pd.DataFrame([row]), reports_path(reports_dir) / "results.csv")
     return row
 
 

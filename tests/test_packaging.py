@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CONDA_TO_PIP = {
     "pytorch": "torch",
     "matplotlib-base": "matplotlib",
+    "pysoundfile": "soundfile",
 }
 # Entries of environment.yml that are the environment itself, not a dependency of the package.
 CONDA_ONLY = {"python", "pip"}

@@ -30,11 +30,10 @@ from dataclasses import dataclass
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import torch
 
 from ..config import RoMAEConfig, TrainConfig, check_profile, size
 from ..data import tiny_imagenet
-from ..images import GridDataset, from_images, rand_augment
+from ..images import GridDataset, from_images, mae_reconstruction, rand_augment
 from ..model import RoMAEForPreTraining
 from ..recipe import pretrain_finetune
 from ..reference import peer_values
@@ -189,12 +188,6 @@ def _note(cfg: TinyImageNetRun, d: dict, profile: str, res: dict, n: int) -> str
             + ("; reduced: not the paper's scale" if profile != "paper" or d["source"] != "official" else ""))
 
 
-def _is_main() -> bool:
-    from accelerate import PartialState
-
-    return PartialState().is_main_process
-
-
 def run(profile: str = "smoke", data_root=None, reports_dir=None, cache_dir=None, refresh: bool = False,
         **overrides) -> dict:
     """Pre-train + fine-tune every variant and seed; record accuracy and macro-F1; save Table 2."""
@@ -229,15 +222,14 @@ def run(profile: str = "smoke", data_root=None, reports_dir=None, cache_dir=None
                                  finetune_seconds=res["seconds"]["finetune"]))
     per_seed = pd.DataFrame(rows)
     table = comparison_table(per_seed, profile)
-    if _is_main():  # several processes under `accelerate launch`: one writer
-        for label, f in per_seed.groupby("setting", sort=False):
-            note = _note(cfg, d, profile, results[(label, f.seed.iloc[0])], len(f))
-            for metric in ("macro_f1", "accuracy"):
-                record(EXPERIMENT, label, metric, float(f[metric].mean()),
-                       ours_std=float(f[metric].std(ddof=1)) if len(f) > 1 else None, n_seeds=len(f),
-                       profile=profile, note=note, reports_dir=reports_dir)
-        save_table(table, EXPERIMENT, reports_dir)
-        save_table(per_seed, f"{EXPERIMENT}_per_seed", reports_dir)
+    for label, f in per_seed.groupby("setting", sort=False):  # written by the main process only
+        note = _note(cfg, d, profile, results[(label, f.seed.iloc[0])], len(f))
+        for metric in ("macro_f1", "accuracy"):
+            record(EXPERIMENT, label, metric, float(f[metric].mean()),
+                   ours_std=float(f[metric].std(ddof=1)) if len(f) > 1 else None, n_seeds=len(f),
+                   profile=profile, note=note, reports_dir=reports_dir)
+    save_table(table, EXPERIMENT, reports_dir)
+    save_table(per_seed, f"{EXPERIMENT}_per_seed", reports_dir)
     return dict(config=cfg, found=True, message="", data=d, results=results, per_seed=per_seed, table=table,
                 seconds=time.perf_counter() - t0)
 
@@ -295,30 +287,11 @@ def pretrained_model(res: dict, label: str, seed: int) -> RoMAEForPreTraining:
     return model.eval()
 
 
-@torch.no_grad()
 def reconstruct(model: RoMAEForPreTraining, data: GridDataset, idx, seed: int = 0) -> dict:
-    """MAE's picture: {original, masked, prediction, pasted} images [B, C, H, W] in [0, 1] for samples idx.
-
-    With norm-pix targets the model predicts each hidden patch standardised; as MAE's visualisation does,
-    the prediction is shown with the original patch's mean and std put back."""
-    b = data.batch(torch.as_tensor(idx))
-    v = b["values"]
-    B, N, _ = v.shape
-    g = torch.Generator().manual_seed(seed)
-    n_hide = int(np.ceil(model.cfg.mask_ratio * N))
-    order = torch.rand(B, N, generator=g).argsort(1)
-    mask = torch.zeros(B, N, dtype=torch.bool).scatter_(1, order[:, :n_hide], True)
-    pred, _ = model(v, b["positions"], mask=mask)
-    pred = pred.reshape(B, -1, v.shape[-1])
-    if model.cfg.normalize_targets:  # back to pixel scale with each target patch's statistics
-        t = v[mask].reshape(B, -1, v.shape[-1])
-        pred = pred * (t.var(-1, keepdim=True) + 1e-6).sqrt() + t.mean(-1, keepdim=True)
-    masked, prediction, pasted = v.clone(), v.clone(), v.clone()
-    masked[mask] = float("nan")  # hidden patches: shown grey
-    prediction[~mask] = float("nan")  # only what the model predicted
-    prediction[mask] = pasted[mask] = pred.reshape(-1, v.shape[-1])
-    to = lambda t: data.to_images(t).clamp(0, 1)  # noqa: E731  (NaN stays NaN)
-    return dict(original=to(v), masked=to(masked), prediction=to(prediction), pasted=to(pasted), mask=mask)
+    """MAE's picture (`romae.images.mae_reconstruction`) as images in [0, 1]: {original, masked, prediction,
+    pasted} [B, C, H, W] (NaN where nothing is shown) and the mask [B, N]."""
+    r = mae_reconstruction(model, data, idx, seed)
+    return {k: v if k == "mask" else v.clamp(0, 1) for k, v in r.items()}
 
 
 def plot_reconstructions(res: dict, label: str, seed: int, idx, mask_seed: int = 0):

@@ -1,0 +1,87 @@
+"""LibriSpeech (Panayotov et al. 2015): read English speech at 16 kHz; one of Table 3's pre-training sets.
+
+    d = load("test-clean")      # {"waves": [float32 arrays], "ids", "speakers", "seconds", ...}
+
+Files under `<root>/librispeech/LibriSpeech/<split>/<speaker>/<chapter>/<utterance>.flac` (the official
+layout; root = $ROMAE_DATA). Files listed in `<root>/librispeech/SHA256SUMS` (the shared sample's four
+utterances) are verified. `download=True` fetches a split from OpenSLR (https://www.openslr.org/12; e.g.
+dev-clean 337 MB, train-clean-100 6.3 GB); OpenSLR publishes no SHA-256, so the archive is trusted on
+first use and written to SHA256SUMS. The paper pre-trains on LibriSpeech prepared with SSAST's scripts
+and a 70/30 split (`split_utterances`); which splits it used is not stated.
+"""
+
+from __future__ import annotations
+
+import tarfile
+from pathlib import Path
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from . import files
+
+URL = "https://www.openslr.org/resources/12/{split}.tar.gz"
+SPLITS = ("dev-clean", "dev-other", "test-clean", "test-other", "train-clean-100", "train-clean-360",
+          "train-other-500")
+
+
+def folder(root=None) -> Path:
+    return files.data_root(root) / "librispeech"
+
+
+def download(split: str, root=None) -> Path:
+    """Fetch and unpack one split into <root>/librispeech/LibriSpeech/<split>/."""
+    if split not in SPLITS:
+        raise ValueError(f"unknown LibriSpeech split {split!r}; choose one of {SPLITS}")
+    base = folder(root)
+    archive = files.download_url(URL.format(split=split), base / f"{split}.tar.gz")
+    files.add_sums(base, [archive.name])  # no published SHA-256: trusted on first use
+    with tarfile.open(archive) as t:
+        t.extractall(base, filter="data")
+    archive.unlink()
+    return base / "LibriSpeech" / split
+
+
+def utterances(split: str = "test-clean", root=None, download: bool = False) -> list[Path]:
+    """The split's FLAC files, sorted; FileNotFoundError naming the URL if there are none."""
+    if split not in SPLITS:
+        raise ValueError(f"unknown LibriSpeech split {split!r}; choose one of {SPLITS}")
+    d = folder(root) / "LibriSpeech" / split
+    found = sorted(d.glob("*/*/*.flac")) if d.is_dir() else []
+    if not found and download:
+        globals()["download"](split, root)
+        found = sorted(d.glob("*/*/*.flac"))
+    if not found:
+        raise files.missing_file_error(d, URL.format(split=split), "pass download=True (needs internet)")
+    return found
+
+
+def load(split: str = "test-clean", root=None, download: bool = False, max_utterances: int | None = None,
+         progress: bool = True) -> dict:
+    """Utterances of a split -> {waves: list of float32 [n_i] at 16 kHz, ids, speakers, seconds, split}."""
+    import soundfile as sf
+
+    paths = utterances(split, root, download)[:max_utterances]
+    base = folder(root)
+    files.verify_folder(base, [str(p.relative_to(base)) for p in paths])
+    waves, rates = [], set()
+    for p in tqdm(paths, desc=f"read {split}", disable=not progress, leave=False):
+        x, sr = sf.read(p, dtype="float32")
+        waves.append(x if x.ndim == 1 else x.mean(1))
+        rates.add(sr)
+    if rates != {16000}:
+        raise ValueError(f"LibriSpeech is 16 kHz; found sample rates {sorted(rates)} in {base / 'LibriSpeech' / split}")
+    ids = [p.stem for p in paths]
+    return dict(waves=waves, ids=ids, speakers=[i.split("-")[0] for i in ids],
+                seconds=np.array([len(w) / 16000 for w in waves]), split=split, sample_rate=16000)
+
+
+def split_utterances(ids, train: float = 0.7, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """The paper's 70/30 split of utterances -> (train indices, validation indices), random under `seed`."""
+    n = len(ids)
+    perm = np.random.default_rng(seed).permutation(n)
+    k = int(round(train * n))
+    return np.sort(perm[:k]), np.sort(perm[k:])
+
+
+__all__ = ["load", "utterances", "download", "split_utterances", "SPLITS", "URL"]

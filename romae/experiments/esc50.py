@@ -1,0 +1,348 @@
+"""ESC-50 audio classification (Sec. 5.3, App. D.2, Table 3): the first public code of RoMAE on audio.
+
+Clips become SSAST's features (`romae.audio.fbank`: Kaldi-compatible 128-bin log-Mel, 25 ms window,
+10 ms shift, no dither), padded with zeros to a multiple of 16 frames (ESC-50's 498 frames -> 512, as
+SSAST), normalised with the training data's mean and std, and cut into 16 x 16 patches on (time,
+frequency) with 2-D integer positions, as SSAST's patch model. RoMAE-small is pre-trained **without [CLS]**
+(Sec. 5.3) as a masked autoencoder (75 %, per-patch normalised targets), then fine-tuned with a mean head
+through the shared recipe `romae.recipe.pretrain_finetune`, with Table 11's hyper-parameters.
+
+Profiles:
+- `paper`: pre-train on AudioSet-20k (a user's folder of clips, `romae.data.audioset`) and on LibriSpeech
+  (`romae.data.librispeech`, 70/30 split), 150 epochs; fine-tune on ESC-50 with the official 5-fold
+  cross-validation (SSAST's protocol; assumed, the paper does not state it), 50 epochs; accuracy = mean
+  over folds. Each pre-training is done once and fine-tuned five times. Commands in notebook 11.
+- `quick`: the shared subset (414 clips, all 50 classes), labelled "subset, no external pre-training": a
+  stratified split inside fold 4 (2 test clips per class), MAE pre-training on the training clips only,
+  against the same classifier from scratch; SSAST trained from scratch (41.9 %) is the relevant anchor.
+- `smoke`: seconds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import torch
+
+from ..audio import fbank, from_spectrograms
+from ..images import mae_reconstruction
+from ..config import RoMAEConfig, TrainConfig, check_profile, size
+from ..data import audioset, esc50, librispeech
+from ..model import RoMAEForPreTraining
+from ..recipe import pretrain_finetune
+from ..reference import peer_values
+from ..report import record, save_table
+
+EXPERIMENT = "table3_esc50"
+SUBSET = "subset, no external pre-training"
+SOURCES = {"audioset": "AudioSet-20k", "librispeech": "LibriSpeech", "esc50": "the ESC-50 training clips"}
+
+
+@dataclass(frozen=True)
+class ESC50Run:
+    """One profile. Defaults = the `paper` profile (Sec. 5.3, App. D.2, Table 11)."""
+
+    pretrain_sources: tuple[str, ...] = ("audioset", "librispeech")  # Table 3's two rows; "esc50": its own clips
+    audioset_dir: str | None = None  # the user's AudioSet-20k clips (named by YouTube id)
+    librispeech_splits: tuple[str, ...] = ("train-clean-100",)  # which splits the paper used is not stated
+    protocol: str = "5fold"  # 5fold: ESC-50's official folds (SSAST's protocol) | split: inside the clips found
+    split_fold: int = 4  # protocol "split": the fold the test clips come from (the shared subset holds fold 4)
+    test_per_class: int = 2  # protocol "split"
+    encoder: str = "small"  # Sec. 5.3
+    decoder: str = "tiny-shallow"  # App. A.1 (the authors published no audio code)
+    patch: int = 16  # SSAST's 16 x 16 patches
+    mel_bins: int = 128
+    pretrain_frames: int = 1024  # SSAST: 10.24 s for AudioSet and LibriSpeech (cropped or zero-padded)
+    mask_ratio: float = 0.75
+    seeds: tuple[int, ...] = (0,)
+    pretrain_epochs: int = 150  # Table 11
+    pretrain_batch: int = 64
+    pretrain_lr: float = 5e-4
+    pretrain_warmup: int = 1000
+    finetune_epochs: int = 50
+    finetune_batch: int = 48
+    finetune_lr: float = 1e-3
+    finetune_warmup: int = 50
+    label_smoothing: float = 0.2  # PyTorch's epsilon = 1 - c, c = 0.8 (Table 11)
+    warmup_cap: float | None = None  # reduced profiles: warm-up at most this share of a run's steps
+    from_scratch: bool = False  # also the same classifier without pre-training (the control)
+    max_clips: int | None = None  # smoke: at most this many clips of each class and split
+    processes: int = 1  # GPUs under `accelerate launch`: per-process batch = global batch / processes
+    progress: bool = True
+
+    def __post_init__(self):
+        bad = [s for s in self.pretrain_sources if s not in SOURCES]
+        if bad:
+            raise ValueError(f"unknown pre-training sources {bad}; choose from {list(SOURCES)}")
+        if self.protocol not in ("5fold", "split"):
+            raise ValueError(f"protocol must be '5fold' or 'split', got {self.protocol!r}")
+        if self.pretrain_frames % self.patch or self.mel_bins % self.patch:
+            raise ValueError(f"patch {self.patch} must divide pretrain_frames={self.pretrain_frames} and "
+                             f"mel_bins={self.mel_bins}")
+        size(self.encoder), size(self.decoder)
+
+    def model_config(self) -> RoMAEConfig:
+        return RoMAEConfig(token_dim=self.patch * self.patch, n_axes=2, encoder=size(self.encoder),
+                           decoder=size(self.decoder), use_cls=False, mask_ratio=self.mask_ratio,
+                           normalize_targets=True)
+
+    def _train(self, epochs, batch, lr, betas, wd, warmup, n) -> TrainConfig:
+        per = max(1, min(batch // self.processes, n))
+        steps = epochs * -(-n // (per * self.processes))
+        return TrainConfig(epochs=epochs, batch_size=per, lr=lr, betas=betas, weight_decay=wd, progress=self.progress,
+                           warmup_steps=warmup if self.warmup_cap is None else min(warmup, int(self.warmup_cap * steps)))
+
+    def pretrain_config(self, n: int) -> TrainConfig:
+        return self._train(self.pretrain_epochs, self.pretrain_batch, self.pretrain_lr, (0.9, 0.95), 0.05,
+                           self.pretrain_warmup, n)
+
+    def finetune_config(self, n: int) -> TrainConfig:
+        return self._train(self.finetune_epochs, self.finetune_batch, self.finetune_lr, (0.9, 0.99), 0.02,
+                           self.finetune_warmup, n)
+
+
+PROFILES = {
+    "paper": ESC50Run(),
+    # the shared 414 clips on a 2-core CPU in ~30 min: RoMAE-tiny-shallow, pre-trained on the training clips
+    "quick": ESC50Run(pretrain_sources=("esc50",), protocol="split", encoder="tiny-shallow", seeds=(0, 1),
+                      pretrain_epochs=150, finetune_epochs=50, from_scratch=True, warmup_cap=0.1),
+    "smoke": ESC50Run(pretrain_sources=("esc50",), protocol="split", encoder="tiny-shallow", seeds=(0,),
+                      pretrain_epochs=1, finetune_epochs=1, from_scratch=True, warmup_cap=0.1, max_clips=3,
+                      progress=False),
+}
+
+
+def config(profile: str, **overrides) -> ESC50Run:
+    return dataclasses.replace(PROFILES[check_profile(profile)], **overrides)
+
+
+def spectrograms(waves, chunk: int = 64, **kw) -> list[torch.Tensor]:
+    """fbank of each waveform (a 2-D array of equal-length clips is done in batches of `chunk`)."""
+    if isinstance(waves, np.ndarray) and waves.ndim == 2:
+        return [s for i in range(0, len(waves), chunk) for s in fbank(torch.from_numpy(waves[i:i + chunk]), **kw)]
+    return [fbank(torch.as_tensor(w), **kw) for w in waves]
+
+
+def find(cfg: ESC50Run, root=None) -> tuple[bool, str]:
+    """(available, message) for the run's ESC-50 clips and pre-training data."""
+    try:
+        d = esc50.folder(root)
+        if cfg.protocol == "5fold" and esc50._official(d) is None:
+            return False, (f"the 5-fold protocol needs all 2,000 ESC-50 clips: pass download=True to "
+                           f"romae.data.esc50.load or unpack {esc50.URL} into {d}")
+        if not (d / "esc50.csv").is_file() and esc50._official(d) is None:
+            return False, f"no ESC-50 clips under {d}: pass download=True to romae.data.esc50.load ({esc50.URL})"
+        if "audioset" in cfg.pretrain_sources and not cfg.audioset_dir:
+            return False, (f"AudioSet-20k pre-training needs your folder of its clips (audioset_dir=); AudioSet ships "
+                           f"no audio: {audioset.HF}")
+        if "librispeech" in cfg.pretrain_sources:
+            for s in cfg.librispeech_splits:
+                librispeech.utterances(s, root)
+    except FileNotFoundError as e:
+        return False, str(e)
+    return True, ""
+
+
+def _splits(d: dict, cfg: ESC50Run) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """[(name, train indices, test indices)]: the five official folds, or one stratified split."""
+    labels, folds = d["labels"], d["folds"]
+    if cfg.protocol == "5fold":
+        return [(f"fold {k}", np.flatnonzero(folds != k), np.flatnonzero(folds == k)) for k in range(1, 6)]
+    rng = np.random.default_rng(0)
+    test = []
+    for c in np.unique(labels):
+        pool = np.flatnonzero((labels == c) & (folds == cfg.split_fold))
+        test.extend(rng.choice(pool, min(cfg.test_per_class, len(pool)), replace=False).tolist())
+    test = np.sort(np.array(test, dtype=np.int64))
+    train = np.setdiff1d(np.arange(len(labels)), test)
+    if cfg.max_clips is not None:  # smoke: a few clips of each class
+        keep = lambda idx: np.concatenate([idx[labels[idx] == c][:cfg.max_clips] for c in np.unique(labels[idx])])  # noqa: E731
+        train, test = keep(train), keep(test)
+    return [(f"stratified split of fold {cfg.split_fold} ({cfg.test_per_class} test clips per class)", train, test)]
+
+
+def _pretrain_set(cfg: ESC50Run, source: str, root) -> tuple[object, dict]:
+    """(GridDataset, key) of an external pre-training set, cropped or padded to cfg.pretrain_frames."""
+    if source == "audioset":
+        a = audioset.load(cfg.audioset_dir, root, progress=cfg.progress)
+        specs, key = spectrograms(a["waves"], num_mel_bins=cfg.mel_bins), dict(ids=len(a["ids"]), found=a["found"])
+    else:
+        waves, ids = [], []
+        for s in cfg.librispeech_splits:
+            d = librispeech.load(s, root, progress=cfg.progress)
+            train, _ = librispeech.split_utterances(d["ids"])  # the paper's 70/30 split
+            waves += [d["waves"][i] for i in train]
+            ids += [d["ids"][i] for i in train]
+        specs, key = spectrograms(waves, num_mel_bins=cfg.mel_bins), dict(splits=cfg.librispeech_splits, n=len(ids))
+    data = from_spectrograms(specs, patch_size=cfg.patch, target_frames=cfg.pretrain_frames)
+    return data, dict(source=source, frames=cfg.pretrain_frames, **key)
+
+
+def setting(cfg: ESC50Run, source: str, pretrained: bool, subset: bool) -> str:
+    """The summary's setting: Table 3's row name for the paper's data, else labelled as the subset."""
+    name = f"RoMAE-{cfg.encoder}"
+    if subset:
+        how = f"MAE pre-training on {SOURCES[source]}" if pretrained else "from scratch"
+        return f"{SUBSET}, {name}, {how}"
+    return f"{name}, {SOURCES[source]} pre-training" if pretrained else f"{name}, from scratch"
+
+
+def run(profile: str = "smoke", data_root=None, reports_dir=None, cache_dir=None, refresh: bool = False,
+        **overrides) -> dict:
+    """Pre-train (per source), fine-tune per split and seed (and from scratch); record accuracy (%)."""
+    cfg = config(profile, **overrides)
+    ok, message = find(cfg, data_root)
+    if not ok:
+        return dict(config=cfg, found=False, message=message, results={}, per_run=pd.DataFrame(), table=None)
+    t0 = time.perf_counter()
+    d = esc50.load(data_root, source="official" if cfg.protocol == "5fold" else "auto", progress=cfg.progress)
+    specs = spectrograms(d["waves"], num_mel_bins=cfg.mel_bins)
+    subset = d["source"] != "official" or cfg.protocol != "5fold"
+    model_cfg = cfg.model_config()
+    rows, results, views = [], {}, {}
+    for split_name, tr, te in _splits(d, cfg):
+        train = from_spectrograms([specs[i] for i in tr], d["labels"][tr], patch_size=cfg.patch, classes=d["classes"])
+        test = from_spectrograms([specs[i] for i in te], d["labels"][te], patch_size=cfg.patch, classes=d["classes"],
+                                 mean=float(train.mean), std=float(train.std), target_frames=train.grids.shape[2])
+        views[split_name] = dict(train=train, test=test, train_idx=tr, test_idx=te)
+        esc_key = dict(esc50=d["source"], clips=[d["meta"].filename[i] for i in tr], fbank=dict(bins=cfg.mel_bins))
+        for source in cfg.pretrain_sources:
+            pre_data, pre_key = (None, esc_key) if source == "esc50" else _pretrain_set(cfg, source, data_root)
+            for seed in cfg.seeds:
+                for pretrained in (True, False) if cfg.from_scratch else (True,):
+                    if not pretrained and source != cfg.pretrain_sources[0]:
+                        continue  # one from-scratch control per split and seed
+                    res = pretrain_finetune(
+                        f"esc50_{source if pretrained else 'scratch'}", train, test, model_cfg,
+                        finetune=cfg.finetune_config(len(train)),
+                        pretrain=cfg.pretrain_config(len(train if pre_data is None else pre_data)) if pretrained else None,
+                        pretrain_data=pre_data, key=pre_key if pretrained else esc_key,
+                        finetune_key=dict(esc50_train=esc_key["clips"]) if pre_data is not None else None,
+                        n_outputs=len(d["classes"]), seed=seed, head_overrides=dict(label_smoothing=cfg.label_smoothing),
+                        eval_batch=64, cache_dir=cache_dir, refresh=refresh, checkpoints=profile != "smoke")
+                    label = setting(cfg, source, pretrained, subset)
+                    results[(label, split_name, seed)] = res
+                    rows.append(dict(setting=label, split=split_name, seed=seed, accuracy_pct=100 * res["metrics"]["accuracy"],
+                                     macro_f1=res["metrics"]["macro_f1"], n_train=len(train), n_test=len(test),
+                                     pretrain_steps=res["steps"]["pretrain"], finetune_steps=res["steps"]["finetune"],
+                                     pretrain_seconds=res["seconds"]["pretrain"], finetune_seconds=res["seconds"]["finetune"]))
+    per_run = pd.DataFrame(rows)
+    for label, f in per_run.groupby("setting", sort=False):  # written by the main process only
+        per_seed = f.groupby("seed").accuracy_pct.mean()  # mean over folds, per seed
+        record(EXPERIMENT, label, "accuracy_pct", float(per_seed.mean()),
+               ours_std=float(per_seed.std(ddof=1)) if len(per_seed) > 1 else None, n_seeds=len(per_seed),
+               profile=profile, note=_note(cfg, d, f, subset), reports_dir=reports_dir)
+    table = comparison_table(per_run, profile, subset)
+    save_table(table, EXPERIMENT, reports_dir)
+    save_table(per_run, f"{EXPERIMENT}_per_run", reports_dir)
+    return dict(config=cfg, found=True, message="", data=d, views=views, results=results, per_run=per_run,
+                table=table, seconds=time.perf_counter() - t0)
+
+
+def _note(cfg: ESC50Run, d: dict, f: pd.DataFrame, subset: bool) -> str:
+    r = f.iloc[0]
+    where = (f"{SUBSET}: ESC-50 shared subset ({len(d['labels'])} of 2,000 clips, 16 kHz), "
+             if subset else "ESC-50, official 5-fold cross-validation, ")
+    pre = (f"pre-trained {cfg.pretrain_epochs} epochs ({r.pretrain_steps} steps, mask {cfg.mask_ratio}, norm-pix, "
+           f"no [CLS]), " if r.pretrain_steps == r.pretrain_steps and r.pretrain_steps else "from scratch, ")
+    return (where + f"{f.split.iloc[0]}: {r.n_train} train / {r.n_test} test clips; RoMAE-{cfg.encoder}, 128-bin "
+            f"Kaldi fbank, 16x16 patches; " + pre + f"fine-tuned {cfg.finetune_epochs} epochs ({r.finetune_steps} "
+            f"steps), mean head; {f.seed.nunique()} seed(s)" + ("; reduced" if subset else ""))
+
+
+def comparison_table(per_run: pd.DataFrame, profile: str, subset: bool) -> pd.DataFrame:
+    """Table 3 and SSAST's from-scratch anchor as published, ours in a separate column."""
+    peers = pd.DataFrame(peer_values(EXPERIMENT))
+    out = peers[["model", "value", "source"]].rename(columns={"value": "ESC-50 accuracy % (published)"})
+    col = f"{'subset' if subset else 'ESC-50'} accuracy % (ours, {profile})"
+    g = per_run.groupby(["setting", "seed"], sort=False).accuracy_pct.mean().groupby(level=0, sort=False)
+    ours = pd.DataFrame({"model": [f"{s} (ours)" for s in g.groups], col: g.mean().to_numpy(),
+                         "std over seeds": g.std(ddof=1).to_numpy(), "seeds": g.size().to_numpy(),
+                         "source": "this run"})
+    return pd.concat([out, ours], ignore_index=True)
+
+
+# ----------------------------------------------------------------------------- figures
+
+def reconstruct(model: RoMAEForPreTraining, data, idx, seed: int = 0) -> dict:
+    """MAE's picture (`romae.images.mae_reconstruction`) of clips idx: {original, masked, prediction, pasted}
+    log-Mel spectrograms [B, T, F] (NaN where nothing is shown) and the mask [B, N]."""
+    r = mae_reconstruction(model, data, idx, seed)
+    return {k: v if k == "mask" else v[:, 0] for k, v in r.items()}
+
+
+def pretrained_model(res: dict, label: str, split: str, seed: int) -> RoMAEForPreTraining:
+    model = RoMAEForPreTraining(res["config"].model_config())
+    model.load_state_dict(res["results"][(label, split, seed)]["pretrained_state"])
+    return model.eval()
+
+
+def plot_reconstruction(res: dict, label: str, split: str, seed: int, i: int = 0):
+    """One test clip: its spectrogram, the 75 % masked input, the prediction pasted among visible patches."""
+    data = res["views"][split]["test"]
+    r = reconstruct(pretrained_model(res, label, split, seed), data, [i])
+    fig, axes = plt.subplots(3, 1, figsize=(9, 6.6), sharex=True)
+    titles = ("log-Mel spectrogram", "masked input (75 % of the 16x16 patches hidden)",
+              "reconstruction: predicted patches among the visible ones (each with the original patch's mean/std)")
+    vmin, vmax = np.nanpercentile(r["original"][0].numpy(), [1, 99])
+    for ax, key, title in zip(axes, ("original", "masked", "pasted"), titles):
+        ax.imshow(r[key][0].T.numpy(), origin="lower", aspect="auto", cmap="magma", vmin=vmin, vmax=vmax,
+                  interpolation="nearest")
+        ax.set(title=title, ylabel="Mel bin")
+    axes[-1].set(xlabel="frame (10 ms)")
+    name = res["data"]["classes"][int(data.labels[i])]
+    fig.suptitle(f"{label}, seed {seed}: test clip of class '{name}'", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def plot_per_class(res: dict, label: str):
+    """Accuracy per class on the test clips, summed over splits and seeds of one setting."""
+    correct = np.zeros(len(res["data"]["classes"]))
+    total = np.zeros_like(correct)
+    for (lab, split, _), r in res["results"].items():
+        if lab != label:
+            continue
+        y = res["views"][split]["test"].labels.numpy()
+        p = r["outputs"].argmax(-1).numpy()
+        np.add.at(total, y, 1)
+        np.add.at(correct, y, (p == y).astype(float))
+    acc = np.divide(correct, total, out=np.full_like(correct, np.nan), where=total > 0)
+    order = np.argsort(-np.nan_to_num(acc, nan=-1))
+    fig, ax = plt.subplots(figsize=(12, 3.4))
+    ax.bar(range(len(order)), acc[order], color="tab:blue")
+    ax.set_xticks(range(len(order)))
+    ax.set_xticklabels([res["data"]["classes"][k] for k in order], rotation=90, fontsize=6)
+    ax.set(ylabel="accuracy", ylim=(0, 1), title=f"per-class accuracy on the test clips: {label}")
+    fig.tight_layout()
+    return fig
+
+
+def main(argv=None) -> None:
+    """`accelerate launch -m romae.experiments.esc50 --profile paper --audioset-dir /data/as20k --processes 4`"""
+    import argparse
+
+    p = argparse.ArgumentParser(description=main.__doc__)
+    p.add_argument("--profile", default="paper")
+    p.add_argument("--data-root", default=None)
+    p.add_argument("--audioset-dir", default=None)
+    p.add_argument("--sources", nargs="+", default=None, help="audioset librispeech esc50")
+    p.add_argument("--librispeech-splits", nargs="+", default=None)
+    p.add_argument("--processes", type=int, default=1)
+    a = p.parse_args(argv)
+    over = dict(processes=a.processes, audioset_dir=a.audioset_dir)
+    if a.sources:
+        over["pretrain_sources"] = tuple(a.sources)
+    if a.librispeech_splits:
+        over["librispeech_splits"] = tuple(a.librispeech_splits)
+    res = run(a.profile, data_root=a.data_root, **over)
+    print(res["message"] or res["table"].to_string())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,203 @@
+"""Audio: the Kaldi-compatible fbank (against kaldi-native-fbank), spectrogram tokens, the ESC-50 /
+LibriSpeech / AudioSet readers and the Table 3 experiment."""
+
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import soundfile as sf
+import torch
+
+from romae.audio import EPS, fbank, fit_to_patches, from_spectrograms, mel_banks, n_frames
+from romae.data import audioset, esc50, librispeech
+
+DATA = os.environ.get("ROMAE_DATA")
+needs_data = pytest.mark.skipif(not DATA, reason="needs the shared data (ROMAE_DATA)")
+# kaldi-native-fbank computes in float32, we in float64: log energies agree to this (absolute, in nats),
+# i.e. energies to 0.5 %; the largest gaps sit in near-silent bins where float32 rounding dominates
+FBANK_ATOL = 5e-3
+
+
+def _clips() -> list[np.ndarray]:
+    """Three real ESC-50 clips if the shared data is there, else tones in noise (5 s at 16 kHz)."""
+    if DATA:
+        files = sorted((Path(DATA) / "esc50" / "audio_16k").glob("*.flac"))[:3]
+        return [sf.read(f, dtype="float32")[0] for f in files]
+    rng = np.random.default_rng(0)
+    t = np.arange(80000) / 16000
+    return [(0.3 * np.sin(2 * np.pi * f * t) + 0.05 * rng.normal(size=t.size)).astype(np.float32)
+            for f in (220.0, 1000.0, 3500.0)]
+
+
+def _knf(x: np.ndarray, bins: int, window: str) -> np.ndarray:
+    knf = pytest.importorskip("kaldi_native_fbank")
+    o = knf.FbankOptions()
+    o.frame_opts.dither = 0.0
+    o.frame_opts.window_type = window
+    o.mel_opts.num_bins = bins
+    f = knf.OnlineFbank(o)
+    f.accept_waveform(16000, x.tolist())
+    f.input_finished()
+    return np.stack([f.get_frame(i) for i in range(f.num_frames_ready)])
+
+
+@pytest.mark.parametrize("bins", [23, 80, 120])
+@pytest.mark.parametrize("window", ["hanning", "povey"])
+def test_fbank_matches_kaldi_native_fbank(bins, window):
+    clips = _clips()
+    ours = fbank(torch.from_numpy(np.stack(clips)), num_mel_bins=bins, window=window)  # one batched call
+    for x, o in zip(clips, ours):
+        ref = _knf(x - x.mean(), bins, window)  # SSAST subtracts the waveform's mean before Kaldi
+        assert ref.shape == tuple(o.shape) == (n_frames(len(x)), bins)
+        np.testing.assert_allclose(o.numpy(), ref, atol=FBANK_ATOL, rtol=0)
+
+
+def test_ssast_128_bins_has_one_empty_filter():
+    knf = pytest.importorskip("kaldi_native_fbank")
+    w = mel_banks(128, 512, 16000)
+    assert w.shape == (128, 257) and (w[:, -1] == 0).all()  # Kaldi leaves the Nyquist bin out
+    assert (w.sum(1) == 0).nonzero().flatten().tolist() == [3]
+    spec = fbank(torch.from_numpy(_clips()[0]))
+    assert spec.shape == (498, 128) and torch.allclose(spec[:, 3], torch.tensor(np.log(EPS), dtype=torch.float32))
+    o = knf.FbankOptions()
+    o.mel_opts.num_bins = 128
+    with pytest.raises(ValueError, match="num_mel_bins too large"):  # Kaldi's own check refuses it
+        knf.OnlineFbank(o)
+
+
+def test_fbank_inputs():
+    x = torch.from_numpy(_clips()[0])
+    torch.testing.assert_close(fbank(x[None])[0], fbank(x))
+    pcm = (x * 32767).round().to(torch.int16)  # integer PCM is read as its sample values
+    torch.testing.assert_close(fbank(pcm), fbank(pcm.double()))
+    with pytest.raises(ValueError, match="shorter than one frame"):
+        fbank(torch.zeros(399))
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        fbank(torch.tensor([0.0, float("nan")] * 300))
+    with pytest.raises(TypeError, match="real samples"):
+        fbank(torch.zeros(800, dtype=torch.complex64))
+    with pytest.raises(ValueError, match="unknown window"):
+        fbank(torch.zeros(800), window="kaiser")
+
+
+def test_patches_and_remainder_frames():
+    s = torch.randn(498, 128)
+    assert fit_to_patches(s, 16).shape == (512, 128) and (fit_to_patches(s, 16)[498:] == 0).all()
+    assert fit_to_patches(s, 16, "crop").shape == (496, 128)
+    assert fit_to_patches(s, 16, target_frames=1024).shape == (1024, 128)
+    with pytest.raises(ValueError, match="not a multiple"):
+        fit_to_patches(s, 16, target_frames=500)
+    with pytest.raises(ValueError, match="'pad' or 'crop'"):
+        fit_to_patches(s, 16, "trim")
+    s2 = torch.randn(300, 128) + 1
+    train = from_spectrograms([s, s2], [0, 1], patch_size=16)
+    assert train.grids.shape == (2, 1, 512, 128) and train.grids.dtype == torch.float16
+    b = train.batch(torch.arange(2))
+    assert b["values"].shape == (2, 32 * 8, 256) and b["positions"][0, :, 9].tolist() == [1.0, 1.0]  # (time, freq)
+    real = torch.cat([s.reshape(-1), s2.reshape(-1)])  # statistics of the real frames, not the padding
+    assert abs(float(train.mean) - float(real.mean())) < 1e-5 and abs(float(train.std) - float(real.std())) < 1e-5
+    test = from_spectrograms([s], [0], patch_size=16, mean=float(train.mean), std=float(train.std), target_frames=512)
+    assert float(test.mean) == float(train.mean)
+    with pytest.raises(ValueError, match="does not divide the 100 frequency bins"):
+        from_spectrograms([torch.randn(50, 100)], patch_size=16)
+
+
+# ------------------------------------------------------------------------------ readers
+
+@needs_data
+def test_esc50_subset_and_tampering(tmp_path):
+    d = esc50.load(progress=False)
+    assert d["waves"].shape == (414, 80000) and len(d["classes"]) == 50 and d["source"] == "subset"
+    assert d["classes"][0] == "dog" and (d["folds"] == 4).sum() == 400
+    root = tmp_path / "data"
+    (root / "esc50" / "audio_16k").mkdir(parents=True)
+    src = Path(DATA) / "esc50"
+    shutil.copy(src / "esc50.csv", root / "esc50")
+    names = sorted((src / "audio_16k").glob("*.flac"))[:2]
+    for f in names:
+        shutil.copy(f, root / "esc50" / "audio_16k")
+    sums = [line for line in (src / "SHA256SUMS").read_text().splitlines() if any(f.name in line for f in names)]
+    (root / "esc50" / "SHA256SUMS").write_text("\n".join(sums) + "\n")
+    assert esc50.load(root, progress=False)["waves"].shape == (2, 80000)
+    target = root / "esc50" / "audio_16k" / names[0].name
+    target.chmod(0o644)
+    target.write_bytes(target.read_bytes()[:-10] + b"0" * 10)
+    with pytest.raises(ValueError, match="checksum mismatch"):
+        esc50.load(root, progress=False)
+
+
+def test_esc50_missing_names_the_url(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"ESC-50/archive/master.zip.*download=True"):
+        esc50.load(tmp_path)
+    with pytest.raises(FileNotFoundError, match="download=True"):
+        esc50.load(tmp_path, source="official")
+    with pytest.raises(ValueError, match="unknown source"):
+        esc50.load(tmp_path, source="youtube")
+
+
+@needs_data
+def test_librispeech_sample():
+    d = librispeech.load("test-clean", progress=False)
+    assert d["ids"][0] == "1089-134686-0000" and np.allclose(d["seconds"], [10.435, 3.275, 2.085, 5.415])
+    tr, va = librispeech.split_utterances(list(range(100)))
+    assert len(tr) == 70 and len(va) == 30 and not set(tr) & set(va)
+    with pytest.raises(ValueError, match="unknown LibriSpeech split"):
+        librispeech.load("train-clean-1000")
+
+
+@needs_data
+def test_audioset_matches_clips_by_youtube_id(tmp_path):
+    rows, mids = audioset.segments()
+    assert len(rows) == 22160 and len(mids) == 527
+    tone = (0.1 * np.sin(np.arange(44100 * 3) / 10)).astype(np.float32)
+    sf.write(tmp_path / f"{rows[0]['ytid']}.wav", tone, 44100)  # 3 s at 44.1 kHz
+    sf.write(tmp_path / f"Y{rows[1]['ytid']}_{rows[1]['start']:.3f}_{rows[1]['end']:.3f}.flac", tone, 16000)
+    sf.write(tmp_path / "not-a-segment.wav", tone, 16000)
+    d = audioset.load(tmp_path, progress=False)
+    assert d["found"] == 2 and d["unmatched"] == 1 and d["expected"] == 22160
+    assert d["waves"].shape == (2, 160000) and (d["waves"][0, 48000:] == 0).all()  # 3 s resampled, padded to 10 s
+    i = d["ids"].index(rows[0]["ytid"])
+    assert sorted(np.flatnonzero(d["labels"][i])) == sorted(mids.index(m) for m in rows[0]["labels"])
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match="no clip"):
+        audioset.load(tmp_path / "empty")
+
+
+# ------------------------------------------------------------------------------ the experiment
+
+def test_paper_profile_says_what_is_missing(tmp_path):
+    from romae.experiments import esc50 as X
+
+    res = X.run("paper", data_root=tmp_path)
+    assert not res["found"] and "2,000 ESC-50 clips" in res["message"]
+    cfg = X.config("paper")
+    pre, ft = cfg.pretrain_config(20000), cfg.finetune_config(1600)
+    assert (pre.lr, pre.betas, pre.weight_decay, pre.batch_size, pre.warmup_steps, pre.epochs) == \
+        (5e-4, (0.9, 0.95), 0.05, 64, 1000, 150)
+    assert (ft.lr, ft.betas, ft.weight_decay, ft.batch_size, ft.warmup_steps, ft.epochs) == \
+        (1e-3, (0.9, 0.99), 0.02, 48, 50, 50)
+    m = cfg.model_config()
+    assert (m.use_cls, m.head, m.mask_ratio, m.normalize_targets, m.token_dim, m.encoder.d_model) == \
+        (False, "mean", 0.75, True, 256, 432)
+
+
+@needs_data
+def test_smoke_run_on_the_subset(tmp_path):
+    from romae.experiments import esc50 as X
+
+    res = X.run("smoke", reports_dir=tmp_path / "r", cache_dir=tmp_path / "c")
+    assert res["found"]
+    rows = pd.read_csv(tmp_path / "r" / "results.csv")
+    assert set(rows.metric) == {"accuracy_pct"} and rows.setting.str.startswith(X.SUBSET).all()
+    assert len(rows) == 2 and rows.ours.between(0, 100).all() and rows.note.str.contains("reduced").all()
+    split = next(iter(res["views"]))
+    v = res["views"][split]
+    assert not set(v["train_idx"]) & set(v["test_idx"])
+    assert (res["data"]["folds"][v["test_idx"]] == 4).all()  # test clips come from fold 4
+    label = rows.setting[~rows.setting.str.contains("scratch")].iloc[0]
+    r = X.reconstruct(X.pretrained_model(res, label, split, 0), v["test"], [0])
+    assert r["original"].shape == (1, 512, 128)
+    assert torch.isnan(r["masked"]).any() and not torch.isnan(r["pasted"]).any()
