@@ -145,7 +145,7 @@ def from_spectrograms(specs: Sequence | Tensor, labels=None, *, patch_size=16, m
     `target_frames`). mean / std: normalisation; None = from these spectrograms' real frames (pass the
     training set's to test data). Stored as `dtype` (float16 halves the memory; tokens are float32).
     """
-    specs = [torch.as_tensor(s, dtype=torch.float32) for s in specs]
+    specs = [torch.as_tensor(s) for s in specs]  # kept in their own dtype: no float32 copy of a large set
     if not specs:
         raise ValueError("no spectrograms given")
     if any(s.dim() != 2 for s in specs) or len({s.shape[1] for s in specs}) != 1:
@@ -154,12 +154,17 @@ def from_spectrograms(specs: Sequence | Tensor, labels=None, *, patch_size=16, m
     ph, pw = (patch_size, patch_size) if isinstance(patch_size, int) else tuple(patch_size)
     if specs[0].shape[1] % pw:
         raise ValueError(f"patch width {pw} does not divide the {specs[0].shape[1]} frequency bins")
-    if mean is None or std is None:
-        real = torch.cat([s.reshape(-1) for s in specs])
-        mean = float(real.mean()) if mean is None else mean
-        std = float(real.std()) if std is None else std
-    longest = target_frames or max(fit_to_patches(s, ph, remainder).shape[0] for s in specs)
-    grids = torch.stack([fit_to_patches(s, ph, target_frames=longest) for s in specs]).unsqueeze(1).to(dtype)
+    if mean is None or std is None:  # over the real frames, in float64 running sums
+        n = sum(s.numel() for s in specs)
+        total = sum(s.double().sum() for s in specs)
+        mean_ = float(total / n)
+        var = sum(((s.double() - mean_) ** 2).sum() for s in specs) / max(n - 1, 1)
+        mean = mean_ if mean is None else mean
+        std = float(var.sqrt()) if std is None else std
+    longest = target_frames or max(fit_to_patches(s[:, :1], ph, remainder).shape[0] for s in specs)
+    grids = torch.empty(len(specs), 1, longest, specs[0].shape[1], dtype=dtype)
+    for i, s in enumerate(specs):
+        grids[i, 0] = fit_to_patches(s.float(), ph, target_frames=longest)
     return GridDataset(grids, labels, patch_size=(ph, pw), mean=(mean,), std=(std,), scale=1.0, classes=classes)
 
 

@@ -201,3 +201,45 @@ def test_smoke_run_on_the_subset(tmp_path):
     r = X.reconstruct(X.pretrained_model(res, label, split, 0), v["test"], [0])
     assert r["original"].shape == (1, 512, 128)
     assert torch.isnan(r["masked"]).any() and not torch.isnan(r["pasted"]).any()
+
+
+@needs_data
+def test_external_pretraining_path_with_librispeech(tmp_path):
+    """The paper profile's path: pre-train on another data set (here the 4 shared LibriSpeech utterances,
+    70/30 split -> 3), cropped or padded to 1,024 frames, then fine-tune on ESC-50."""
+    from romae.experiments import esc50 as X
+
+    res = X.run("smoke", pretrain_sources=("librispeech",), librispeech_splits=("test-clean",), from_scratch=False,
+                reports_dir=tmp_path / "r", cache_dir=tmp_path / "c")
+    assert res["found"] and list(res["per_run"].setting) == [
+        f"{X.SUBSET}, RoMAE-tiny-shallow, MAE pre-training on LibriSpeech"]
+    data, key = X._pretrain_set(X.config("smoke", librispeech_splits=("test-clean",)), "librispeech", None)
+    assert data.grids.shape == (3, 1, 1024, 128) and key["n"] == 3
+    assert res["results"][next(iter(res["results"]))]["steps"]["pretrain"] == 1  # 3 clips, batch 64, 1 epoch
+
+
+def test_esc50_official_layout_is_resampled_and_checked(tmp_path):
+    """The official archive's layout: 44.1 kHz WAVs resampled to 16 kHz, clips in original_wav_sha256.tsv verified."""
+    from romae.data import files
+
+    official = tmp_path / "esc50" / "ESC-50-master"
+    (official / "audio").mkdir(parents=True)
+    (official / "meta").mkdir()
+    t = np.arange(220500) / 44100
+    rows = []
+    for i, (name, target, cat) in enumerate([("1-100-A-0.wav", 0, "dog"), ("2-200-A-1.wav", 1, "rooster")]):
+        sf.write(official / "audio" / name, (0.2 * np.sin(2 * np.pi * 440 * (i + 1) * t)).astype(np.float32), 44100,
+                 subtype="PCM_16")
+        rows.append(dict(filename=name, fold=i + 1, target=target, category=cat, esc10=False, src_file=100, take="A"))
+    pd.DataFrame(rows).to_csv(official / "meta" / "esc50.csv", index=False)
+    d = esc50.load(tmp_path, progress=False)
+    assert d["source"] == "official" and d["waves"].shape == (2, 80000) and d["classes"] == ["dog", "rooster"]
+    spectrum = np.abs(np.fft.rfft(d["waves"][0]))
+    assert abs(np.argmax(spectrum) * 16000 / 80000 - 440) < 1  # the tone survives resampling
+    tsv = tmp_path / "esc50" / "original_wav_sha256.tsv"
+    good = files.sha256(official / "audio" / "1-100-A-0.wav")
+    tsv.write_text(f"filename\tsha256_original_wav_44k1\tgit_blob\tbytes\n1-100-A-0.wav\t{good}\tx\t0\n")
+    esc50.load(tmp_path, progress=False)
+    tsv.write_text(f"filename\tsha256_original_wav_44k1\tgit_blob\tbytes\n1-100-A-0.wav\t{'0' * 64}\tx\t0\n")
+    with pytest.raises(ValueError, match="checksum mismatch"):
+        esc50.load(tmp_path, progress=False)

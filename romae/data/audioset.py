@@ -56,9 +56,13 @@ def _ytid(stem: str, known: set) -> str | None:
 
 
 def load(clips: str | Path, root=None, sample_rate: int = 16000, seconds: float = 10.0,
-         max_clips: int | None = None, progress: bool = True) -> dict:
+         max_clips: int | None = None, progress: bool = True, features=None) -> dict:
     """Clips of the balanced training set found in `clips` -> {waves float32 [N, n], ids, labels [N, 527],
-    found, expected}. Files that match no segment are ignored (counted in `unmatched`)."""
+    found, expected}. Files that match no segment are ignored (counted in `unmatched`).
+
+    `features`: a function of one clip's float32 waveform (e.g. `romae.audio.fbank`); the result then holds
+    `features` (one per clip) instead of `waves`, so 20,000 ten-second waveforms (12.8 GB) never sit in
+    memory at once."""
     from .esc50 import _read  # mono + polyphase resampling
 
     rows, mids = segments(root)
@@ -69,15 +73,22 @@ def load(clips: str | Path, root=None, sample_rate: int = 16000, seconds: float 
         raise FileNotFoundError(f"no clip in {clips} matches a segment of balanced_train_segments.csv (files "
                                 f"named <YTID>.wav or Y<YTID>_<start>_<end>.wav); get the audio from {HF}")
     n = int(seconds * sample_rate)
-    waves = np.zeros((len(matched), n), dtype=np.float32)
+    waves = np.zeros((0 if features else len(matched), n), dtype=np.float32)
+    feats = []
     labels = np.zeros((len(matched), len(mids)), dtype=np.float32)
     col = {m: i for i, m in enumerate(mids)}
     for i, (p, y) in enumerate(tqdm(matched, desc="read AudioSet", disable=not progress, leave=False)):
-        x = _read(p, sample_rate)[:n]
-        waves[i, : len(x)] = x
+        x = np.zeros(n, dtype=np.float32)
+        clip = _read(p, sample_rate)[:n]
+        x[: len(clip)] = clip
+        if features is None:
+            waves[i] = x
+        else:
+            feats.append(features(x))
         labels[i, [col[m] for m in by_id[y]["labels"] if m in col]] = 1.0
-    return dict(waves=waves, ids=[y for _, y in matched], labels=labels, classes=mids, found=len(matched),
-                expected=len(rows), unmatched=len(paths) - len(matched), sample_rate=sample_rate)
+    out = dict(ids=[y for _, y in matched], labels=labels, classes=mids, found=len(matched), expected=len(rows),
+               unmatched=len(paths) - len(matched), sample_rate=sample_rate)
+    return dict(out, **({"waves": waves} if features is None else {"features": feats}))
 
 
 __all__ = ["load", "segments"]

@@ -91,7 +91,7 @@ def load(root=None, source: str = "auto", download: bool = False, sample_rate: i
         paths = [official / "audio" / f for f in meta.filename]
         kind, where = "official", official
         known = base / "original_wav_sha256.tsv"
-        sums = pd.read_csv(known, sep="\t").set_index("filename").iloc[:, 0] if known.is_file() else {}
+        sums = pd.read_csv(known, sep="\t", dtype=str).set_index("filename").iloc[:, 0] if known.is_file() else {}
         for f, p in zip(meta.filename, paths):
             if f in sums and p.is_file():
                 files.check_sha256(p, sums[f])

@@ -167,18 +167,22 @@ def _splits(d: dict, cfg: ESC50Run) -> list[tuple[str, np.ndarray, np.ndarray]]:
 
 
 def _pretrain_set(cfg: ESC50Run, source: str, root) -> tuple[object, dict]:
-    """(GridDataset, key) of an external pre-training set, cropped or padded to cfg.pretrain_frames."""
+    """(GridDataset, key) of an external pre-training set, cropped or padded to cfg.pretrain_frames; each
+    clip becomes its fbank as it is read (float16), so the waveforms are never all in memory."""
+    def features(w):  # cropped to the target length here; padded (after the statistics) by from_spectrograms
+        return fbank(torch.from_numpy(np.ascontiguousarray(w)), num_mel_bins=cfg.mel_bins)[:cfg.pretrain_frames].half()
+
     if source == "audioset":
-        a = audioset.load(cfg.audioset_dir, root, progress=cfg.progress)
-        specs, key = spectrograms(a["waves"], num_mel_bins=cfg.mel_bins), dict(ids=len(a["ids"]), found=a["found"])
+        a = audioset.load(cfg.audioset_dir, root, progress=cfg.progress, features=features)
+        specs, key = a["features"], dict(ids=len(a["ids"]), found=a["found"])
     else:
-        waves, ids = [], []
+        specs, ids = [], []
         for s in cfg.librispeech_splits:
-            d = librispeech.load(s, root, progress=cfg.progress)
+            d = librispeech.load(s, root, progress=cfg.progress, features=features)
             train, _ = librispeech.split_utterances(d["ids"])  # the paper's 70/30 split
-            waves += [d["waves"][i] for i in train]
+            specs += [d["features"][i] for i in train]
             ids += [d["ids"][i] for i in train]
-        specs, key = spectrograms(waves, num_mel_bins=cfg.mel_bins), dict(splits=cfg.librispeech_splits, n=len(ids))
+        key = dict(splits=cfg.librispeech_splits, n=len(ids))
     data = from_spectrograms(specs, patch_size=cfg.patch, target_frames=cfg.pretrain_frames)
     return data, dict(source=source, frames=cfg.pretrain_frames, **key)
 
@@ -205,6 +209,7 @@ def run(profile: str = "smoke", data_root=None, reports_dir=None, cache_dir=None
     subset = d["source"] != "official" or cfg.protocol != "5fold"
     model_cfg = cfg.model_config()
     rows, results, views = [], {}, {}
+    external = {s: _pretrain_set(cfg, s, data_root) for s in cfg.pretrain_sources if s != "esc50"}  # once for all folds
     for split_name, tr, te in _splits(d, cfg):
         train = from_spectrograms([specs[i] for i in tr], d["labels"][tr], patch_size=cfg.patch, classes=d["classes"])
         test = from_spectrograms([specs[i] for i in te], d["labels"][te], patch_size=cfg.patch, classes=d["classes"],
@@ -212,7 +217,7 @@ def run(profile: str = "smoke", data_root=None, reports_dir=None, cache_dir=None
         views[split_name] = dict(train=train, test=test, train_idx=tr, test_idx=te)
         esc_key = dict(esc50=d["source"], clips=[d["meta"].filename[i] for i in tr], fbank=dict(bins=cfg.mel_bins))
         for source in cfg.pretrain_sources:
-            pre_data, pre_key = (None, esc_key) if source == "esc50" else _pretrain_set(cfg, source, data_root)
+            pre_data, pre_key = (None, esc_key) if source == "esc50" else external[source]
             for seed in cfg.seeds:
                 for pretrained in (True, False) if cfg.from_scratch else (True,):
                     if not pretrained and source != cfg.pretrain_sources[0]:
