@@ -77,4 +77,30 @@ def pretrain_finetune(name: str, train, test, model: RoMAEConfig, *, finetune: T
                 steps=dict(pretrain=None if pre is None else pre["steps"], finetune=ft["steps"]))
 
 
-__all__ = ["pretrain_finetune"]
+def plot_learning_curves(runs, *, pretrain_ylabel: str, finetune_ylabel: str, yscale=("linear", "linear"),
+                         titles=("pre-training", "fine-tuning"), legend_size: int = 7):
+    """Two panels, pre-training loss and fine-tuning loss against step, one line per run.
+
+    runs: dicts {pretrain: history rows or None, finetune: history rows, pretrain_label, finetune_label,
+    color (optional, of the fine-tuning line)}, e.g. from `pretrain_finetune`'s pretrain_history and
+    finetune_history. yscale: of the two panels.
+    """
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 3.6))
+    for r in runs:
+        if r["pretrain"]:
+            p = pd.DataFrame(r["pretrain"]).dropna(subset=["loss"])
+            a.plot(p.step, p.loss, label=r["pretrain_label"])
+        f = pd.DataFrame(r["finetune"]).dropna(subset=["loss"])
+        b.plot(f.step, f.loss, color=r.get("color"), alpha=0.8, label=r["finetune_label"])
+    a.set(xlabel="step", ylabel=pretrain_ylabel, yscale=yscale[0], title=titles[0])
+    b.set(xlabel="step", ylabel=finetune_ylabel, yscale=yscale[1], title=titles[1])
+    for ax in (a, b):
+        ax.legend(fontsize=legend_size)
+    fig.tight_layout()
+    return fig
+
+
+__all__ = ["pretrain_finetune", "plot_learning_curves"]

@@ -89,17 +89,30 @@ def write_shard(folder: str | Path, name: str, obs: pd.DataFrame, *, id: str, ti
         arrays["labels"] = lab.map(cls_index).to_numpy(np.int64)
     else:
         arrays["labels"] = np.full(len(ids), -1, np.int64)
-    tmp, final = folder / f".{name}.part", folder / name
+    meta = dict(format=FORMAT, ids=[_py(x) for x in ids], value=value,
+                variables=list(variables), classes=None if classes is None else list(classes), source=source or {})
+    return save_arrays(folder / name, arrays, meta)
+
+
+def save_arrays(path: str | Path, arrays: dict[str, np.ndarray], meta: dict) -> Path:
+    """Write a folder `path` of `<name>.npy` arrays and `meta.json`, built under a temporary name and renamed
+    when complete: a reader sees the whole folder or none of it (an interrupted write leaves no `path`)."""
+    final = Path(path)
+    tmp = final.with_name(f".{final.name}.part")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     for k, a in arrays.items():
         np.save(tmp / f"{k}.npy", a)
-    meta = dict(format=FORMAT, ids=[_py(x) for x in ids], value=value,
-                variables=list(variables), classes=None if classes is None else list(classes), source=source or {})
     (tmp / "meta.json").write_text(json.dumps(meta, default=str))
     shutil.rmtree(final, ignore_errors=True)
     os.replace(tmp, final)
     return final
+
+
+def load_arrays(path: str | Path, names: Sequence[str]) -> tuple[dict[str, np.ndarray], dict]:
+    """({name: memory-mapped array}, meta) of a folder written by `save_arrays`."""
+    path = Path(path)
+    return {k: np.load(path / f"{k}.npy", mmap_mode="r") for k in names}, json.loads((path / "meta.json").read_text())
 
 
 def has_shard(folder: str | Path, name: str) -> bool:
@@ -110,11 +123,11 @@ def has_shard(folder: str | Path, name: str) -> bool:
 class _Shard:
     def __init__(self, path: Path):
         self.path = path
-        self.meta = json.loads((path / "meta.json").read_text())
+        arrays, self.meta = load_arrays(path, ARRAYS)
         if self.meta.get("format") != FORMAT:
             raise ValueError(f"{path}: store format {self.meta.get('format')}, this code reads {FORMAT}")
-        for k in ARRAYS:
-            setattr(self, k, np.load(path / f"{k}.npy", mmap_mode="r"))
+        for k, a in arrays.items():
+            setattr(self, k, a)
 
 
 class TokenStore:

@@ -17,22 +17,22 @@ against its checksum before it is read; so is any file listed in the folder's SH
 Labels are indices into the sorted WordNet ids (what torchvision's ImageFolder and the `tinyimagenet`
 package the authors used give), `names` the first WordNet lemma of each class. Official grayscale
 JPEGs are converted to RGB. Decoded arrays are cached (uint8, .npy) under <repo>/.cache/romae/datasets/,
-keyed by the archive's checksum and the split, so the second load is a memory map read.
+keyed by the archive's checksum and the split (`romae.store.save_arrays`), so the second load is a memory
+map read.
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
-import os
 import re
-import tempfile
 import zipfile
 from pathlib import Path, PurePosixPath
 
 import numpy as np
 from tqdm.auto import tqdm
 
+from .. import store
 from . import files
 
 URL = "http://cs231n.stanford.edu/tiny-imagenet-200.zip"
@@ -171,18 +171,6 @@ def _natural(s: str):
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", s)]
 
 
-def _save_atomic(path: Path, array: np.ndarray) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.save(f, array)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def load(split: str = "train", root: str | Path | None = None, source: str | Path = "auto",
          download: bool = False, cache: bool = True, progress: bool = True) -> dict:
     """One split -> {images uint8 [N, 3, H, W], labels int64 [N], classes, names, files, source, path,
@@ -196,26 +184,16 @@ def load(split: str = "train", root: str | Path | None = None, source: str | Pat
     path = find(root, source, download_missing=download)
     digest = verify(path)
     kind = "official" if path.name == OFFICIAL else "subset" if path.name == SUBSET else "other"
-    stem = CACHE / f"tiny_imagenet-{digest[:16]}-{split}"
-    arrays = {k: stem.with_name(f"{stem.name}-{k}.npy") for k in ("images", "labels")}
-    meta = stem.with_name(f"{stem.name}-meta.json")
-    if cache and all(p.is_file() for p in (*arrays.values(), meta)):
-        import json
-
-        info = json.loads(meta.read_text())
-        out = {k: np.load(p, mmap_mode="r" if k == "images" else None) for k, p in arrays.items()}
-        out.update(info)
+    entry = CACHE / f"tiny_imagenet-{digest[:16]}-{split}"  # images.npy, labels.npy, meta.json
+    if cache and (entry / "meta.json").is_file():
+        arrays, info = store.load_arrays(entry, ("images", "labels"))
+        out = dict(info, images=arrays["images"], labels=np.array(arrays["labels"]))
     else:
         out = read_zip(path, split, progress=progress)
         if cache:
-            import json
-
             try:
-                for k, p in arrays.items():
-                    _save_atomic(p, out[k])
-                tmp = meta.with_name(f".{meta.name}.part")  # written last and atomically: marks the entry complete
-                tmp.write_text(json.dumps({k: out[k] for k in ("classes", "names", "files")}))
-                os.replace(tmp, meta)
+                store.save_arrays(entry, {k: out[k] for k in ("images", "labels")},
+                                  {k: out[k] for k in ("classes", "names", "files")})
             except OSError as e:  # a read-only checkout: decode again next time
                 import warnings
 

@@ -40,7 +40,7 @@ from .. import store
 from ..cache import CACHE
 from ..config import RoMAEConfig, TrainConfig, check_profile, size
 from ..data import elasticc, files, lightcurves
-from ..recipe import pretrain_finetune
+from ..recipe import plot_learning_curves as plot_histories, pretrain_finetune
 from ..reference import peer_values
 from ..report import record, save_table
 
@@ -324,19 +324,13 @@ def plot_confusion(res: dict, label: str, seed: int):
 
 def plot_learning_curves(res: dict):
     """Pre-training loss, and fine-tuning loss of the pre-trained and from-scratch classifiers."""
-    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 3.6))
-    for (label, seed), r in res["results"].items():
-        if r["pretrain_history"]:
-            p = pd.DataFrame(r["pretrain_history"]).dropna(subset=["loss"])
-            a.plot(p.step, p.loss, label=f"{label.split(', ')[-2] if res['data']['stand_in'] else label}, seed {seed}")
-        f = pd.DataFrame(r["finetune_history"]).dropna(subset=["loss"])
-        b.plot(f.step, f.loss, alpha=0.8, label=f"{label.rsplit(', ', 1)[-1]}, seed {seed}")
-    a.set(xlabel="step", ylabel="masked-token MSE", yscale="log", title="pre-training")
-    b.set(xlabel="step", ylabel="cross-entropy", yscale="log", title="fine-tuning")
-    for ax in (a, b):
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    return fig
+    stand_in = res["data"]["stand_in"]
+    runs = [dict(pretrain=r["pretrain_history"], finetune=r["finetune_history"],
+                 pretrain_label=f"{label.split(', ')[-2] if stand_in else label}, seed {seed}",
+                 finetune_label=f"{label.rsplit(', ', 1)[-1]}, seed {seed}")
+            for (label, seed), r in res["results"].items()]
+    return plot_histories(runs, pretrain_ylabel="masked-token MSE", finetune_ylabel="cross-entropy",
+                          yscale=("log", "log"))
 
 
 def main(argv=None) -> None:

@@ -254,7 +254,7 @@ def _note(cfg: ESC50Run, d: dict, f: pd.DataFrame, subset: bool) -> str:
     where = (f"{SUBSET}: ESC-50 shared subset ({len(d['labels'])} of 2,000 clips, 16 kHz), "
              if subset else "ESC-50, official 5-fold cross-validation, ")
     pre = (f"pre-trained {cfg.pretrain_epochs} epochs ({r.pretrain_steps} steps, mask {cfg.mask_ratio}, norm-pix, "
-           f"no [CLS]), " if r.pretrain_steps == r.pretrain_steps and r.pretrain_steps else "from scratch, ")
+           f"no [CLS]), " if pd.notna(r.pretrain_steps) else "from scratch, ")
     return (where + f"{f.split.iloc[0]}: {r.n_train} train / {r.n_test} test clips; RoMAE-{cfg.encoder}, 128-bin "
             f"Kaldi fbank, 16x16 patches; " + pre + f"fine-tuned {cfg.finetune_epochs} epochs ({r.finetune_steps} "
             f"steps), mean head; {f.seed.nunique()} seed(s)" + ("; reduced" if subset else ""))

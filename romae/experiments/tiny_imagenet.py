@@ -35,8 +35,8 @@ from ..config import RoMAEConfig, TrainConfig, check_profile, size
 from ..data import tiny_imagenet
 from ..images import GridDataset, from_images, mae_reconstruction, rand_augment
 from ..model import RoMAEForPreTraining
-from ..recipe import pretrain_finetune
-from ..reference import peer_values
+from ..recipe import plot_learning_curves as plot_histories, pretrain_finetune
+from ..reference import paper_values, peer_values
 from ..report import record, save_table
 
 EXPERIMENT = "table2_tiny_imagenet"
@@ -236,8 +236,6 @@ def run(profile: str = "smoke", data_root=None, reports_dir=None, cache_dir=None
 
 def comparison_table(per_seed: pd.DataFrame, profile: str) -> pd.DataFrame:
     """Table 2 (the paper's F-score = macro-F1) beside ours: mean +- std over seeds of macro-F1 and accuracy."""
-    from ..reference import paper_values
-
     paper = {r["setting"]: r for r in paper_values() if r["experiment"] == EXPERIMENT}
     g = per_seed.groupby("setting", sort=False)
     out = pd.DataFrame({
@@ -321,19 +319,10 @@ def plot_reconstructions(res: dict, label: str, seed: int, idx, mask_seed: int =
 
 def plot_learning_curves(res: dict):
     """Pre-training (masked-patch MSE, norm-pix) and fine-tuning (cross-entropy) loss of every run."""
-    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 3.6))
-    for (label, seed), r in res["results"].items():
-        if r["pretrain_history"]:
-            p = pd.DataFrame(r["pretrain_history"]).dropna(subset=["loss"])
-            a.plot(p.step, p.loss, label=f"{label}, seed {seed}")
-        f = pd.DataFrame(r["finetune_history"]).dropna(subset=["loss"])
-        b.plot(f.step, f.loss, alpha=0.8, label=f"{label}, seed {seed}")
-    a.set(xlabel="step", ylabel="masked-patch MSE (norm-pix)", title="pre-training")
-    b.set(xlabel="step", ylabel="cross-entropy (label smoothing 0.1)", title="fine-tuning")
-    for ax in (a, b):
-        ax.legend(fontsize=6)
-    fig.tight_layout()
-    return fig
+    runs = [dict(pretrain=r["pretrain_history"], finetune=r["finetune_history"], pretrain_label=f"{label}, seed {seed}",
+                 finetune_label=f"{label}, seed {seed}") for (label, seed), r in res["results"].items()]
+    return plot_histories(runs, pretrain_ylabel="masked-patch MSE (norm-pix)",
+                          finetune_ylabel="cross-entropy (label smoothing 0.1)", legend_size=6)
 
 
 def plot_variants(res: dict):

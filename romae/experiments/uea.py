@@ -27,7 +27,7 @@ import pandas as pd
 from ..builders import from_sequences
 from ..config import RoMAEConfig, TrainConfig, check_profile, size
 from ..data import files, uea
-from ..recipe import pretrain_finetune
+from ..recipe import plot_learning_curves as plot_histories, pretrain_finetune
 from ..reference import peer_values
 from ..report import record, save_table
 
@@ -336,20 +336,9 @@ def plot_accuracy(res: dict):
 
 def plot_learning_curves(res: dict, name: str):
     """Pre-training loss and fine-tuning loss (pre-trained vs from scratch) against step, one line per seed."""
-    hist = res["results"][name]["histories"]
-    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 3.6))
-    for (variant, seed), h in hist.items():
-        if "labelled" in variant:
-            continue
-        if h["pretrain"]:
-            p = pd.DataFrame(h["pretrain"]).dropna(subset=["loss"])
-            a.plot(p.step, p.loss, label=f"seed {seed}")
-        f = pd.DataFrame(h["finetune"]).dropna(subset=["loss"])
-        b.plot(f.step, f.loss, color="tab:blue" if variant == "pre-trained" else "tab:orange", alpha=0.8,
-               label=f"{variant}, seed {seed}")
-    a.set(xlabel="step", ylabel="masked-token MSE (standardised)", title=f"{name}: pre-training")
-    b.set(xlabel="step", ylabel="cross-entropy", yscale="log", title=f"{name}: fine-tuning")
-    for ax in (a, b):
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    return fig
+    runs = [dict(pretrain=h["pretrain"], finetune=h["finetune"], pretrain_label=f"seed {seed}",
+                 finetune_label=f"{variant}, seed {seed}",
+                 color="tab:blue" if variant == "pre-trained" else "tab:orange")
+            for (variant, seed), h in res["results"][name]["histories"].items() if "labelled" not in variant]
+    return plot_histories(runs, pretrain_ylabel="masked-token MSE (standardised)", finetune_ylabel="cross-entropy",
+                          yscale=("linear", "log"), titles=(f"{name}: pre-training", f"{name}: fine-tuning"))
