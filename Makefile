@@ -1,7 +1,7 @@
 # RoMAE compendium: environment, tests, benchmarks.
 #   make venv        create .venv and install the package with the notebooks+test extras
 #   make test        run the test suite + nbval (smoke) over notebooks/ (extra pytest arguments: PYTEST_ARGS="-k rope -x")
-#   make bench       benchmarks: model sizes (Table 8), Table 9 timings -> reports/benchmarks/
+#   make bench       benchmarks: model sizes (Table 8), Table 9 timings, roofline -> reports/benchmarks/
 #   make reproduce   run the notebooks with papermill -> reports/ (PROFILE=smoke|quick|paper, ONLY=00,03)
 #   make clean       remove caches; make distclean also removes .venv
 # ROMAE_DATA (where the datasets live) is passed through to the tests if you set it; it has no default here.
@@ -41,6 +41,8 @@ test: venv
 bench: venv
 	$(VPY) -m romae.bench sizes --out reports/benchmarks/table8_sizes.json
 	$(VPY) -m romae.bench table9 --batch 8 --rounds 3 --out reports/benchmarks/table9_cpu.json
+	$(VPY) -m romae.bench roofline --workload all --breakdown --out reports/benchmarks/roofline_cpu.json
+	$(VPY) -m romae.bench roofline --compile --out reports/benchmarks/roofline_cpu_compiled.json
 
 # executed copies, summary.csv/SUMMARY.md, runs.csv and index.html go to reports/
 reproduce: venv

@@ -13,6 +13,21 @@ import torch
 from torch import Tensor
 
 
+def _async_checks(device: torch.device) -> bool:
+    """Whether checks on `device` must not wait for it: on an accelerator, reading a value back stalls
+    its queue, every step. The tests switch this on for the CPU, to prove that path free of syncs."""
+    return device.type != "cpu"
+
+
+def _require(ok: Tensor, message, detail=lambda: "") -> None:
+    """Raise ValueError if the boolean tensor `ok` is False. On GPUs the check is asynchronous (no
+    GPU -> CPU sync per forward, the slowdown the paper measured), so the detail is only given on CPU."""
+    if _async_checks(ok.device):
+        torch._assert_async(ok, message)
+    elif not bool(ok):
+        raise ValueError(message + detail())
+
+
 def check_pad_mask(pad_mask: Tensor | None, B: int, N: int) -> None:
     """Raise if pad_mask is not a boolean [B, N] or if some sample is nothing but padding."""
     if pad_mask is None:
@@ -21,7 +36,9 @@ def check_pad_mask(pad_mask: Tensor | None, B: int, N: int) -> None:
         raise ValueError(f"pad_mask must be a bool tensor of shape [{B}, {N}], "
                          f"got {pad_mask.dtype} {tuple(pad_mask.shape)}")
     empty = pad_mask.all(dim=1)
-    if empty.any():
+    if _async_checks(empty.device):
+        torch._assert_async(~empty.any(), "a sample of the batch is all padding")
+    elif empty.any():
         raise ValueError(f"sample {int(empty.nonzero()[0])} of the batch is all padding")
 
 
@@ -39,7 +56,7 @@ def random_mask(B: int, N: int, mask_ratio: float, pad_mask: Tensor | None = Non
     if N < 2:
         raise ValueError(f"a random mask needs at least 2 tokens (one visible, one hidden), got N={N}")
     device = pad_mask.device if pad_mask is not None else device
-    K = min(math.ceil(N * mask_ratio), N - 1)
+    K = hidden_count(N, mask_ratio)
     noise = torch.rand(B, N, device=device, generator=generator)
     if pad_mask is None:
         rank = noise.argsort(dim=1).argsort(dim=1)  # rank of each token in a random order
@@ -73,9 +90,18 @@ def check_mask(mask: Tensor, B: int, N: int) -> int:
     return n_hidden
 
 
-def split_indices(mask: Tensor) -> tuple[Tensor, Tensor]:
-    """mask [B, N] -> (visible_idx [B, N_vis], hidden_idx [B, N_hid]), each in original token order."""
-    n_hidden = int(mask[0].sum())
+def hidden_count(N: int, mask_ratio: float) -> int:
+    """Tokens per sample that `random_mask` hides: ceil(N * mask_ratio), at most N - 1."""
+    return min(math.ceil(N * mask_ratio), N - 1)
+
+
+def split_indices(mask: Tensor, n_hidden: int | None = None) -> tuple[Tensor, Tensor]:
+    """mask [B, N] -> (visible_idx [B, N_vis], hidden_idx [B, N_hid]), each in original token order.
+
+    `n_hidden`, the hidden count per sample, when the caller knows it: otherwise it is read from the
+    mask, which on a GPU waits for the device (one synchronisation)."""
+    if n_hidden is None:
+        n_hidden = int(mask[0].sum())
     order = mask.to(torch.int8).argsort(dim=1, stable=True)  # visible (0) first, then hidden (1)
     return order[:, : mask.shape[1] - n_hidden], order[:, mask.shape[1] - n_hidden:]
 

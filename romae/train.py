@@ -43,6 +43,7 @@ from torch.utils.data import default_collate
 from tqdm import tqdm  # plain text bars: no ipywidgets needed in notebooks
 
 from romae.config import TrainConfig
+from romae import masking
 from romae.data.files import sha256
 
 try:
@@ -397,7 +398,7 @@ def _on_main(accelerator, fn):
 
 
 # TrainConfig fields that change only what is shown, never the weights: a resumed run may change them.
-_DISPLAY_ONLY = ("progress", "log_every")
+_DISPLAY_ONLY = ("progress", "log_every", "compile")  # equal results (compile: up to rounding)
 _ABSENT = "(absent)"
 
 
@@ -467,14 +468,25 @@ def _read_history(path: Path) -> list[dict]:
     return rows
 
 
+def _nonfinite(value: float, step: int) -> RuntimeError:
+    return RuntimeError(f"non-finite training loss {value} at step {step}; nothing was saved for it")
+
+
 def _train_step(model, optimizer, scheduler, batch: dict, accelerator, params: list, cfg: TrainConfig,
-                step: int) -> tuple[float, torch.Tensor]:
-    """One optimiser step on `batch`; returns (loss, gradient norm before clipping: scalar tensor)."""
+                step: int, check: bool = True) -> tuple[float | torch.Tensor, torch.Tensor]:
+    """One optimiser step on `batch`; returns (loss, gradient norm before clipping: scalar tensor).
+
+    `check`: read the loss back and refuse a non-finite one before the update (a NaN step would poison
+    the weights). Without it (accelerators: no device sync per step) the loss stays a tensor for
+    `_check_losses`, which runs before anything is logged or saved."""
     optimizer.zero_grad(set_to_none=True)
     _, loss = model(**batch)
-    value = loss.item()
-    if not math.isfinite(value):  # stop before the update: a NaN step would poison the weights
-        raise RuntimeError(f"non-finite training loss {value} at step {step + 1}; nothing was saved for it")
+    if check:
+        value = loss.item()
+        if not math.isfinite(value):
+            raise _nonfinite(value, step + 1)
+    else:
+        value = loss.detach().float()
     accelerator.backward(loss)
     if cfg.grad_clip:
         grad_norm = accelerator.clip_grad_norm_(params, cfg.grad_clip)
@@ -483,6 +495,16 @@ def _train_step(model, optimizer, scheduler, batch: dict, accelerator, params: l
     optimizer.step()
     scheduler.step()
     return value, grad_norm.detach().float()
+
+
+def _check_losses(pending: list[tuple[int, torch.Tensor]]) -> None:
+    """Raise for the first non-finite loss among the unchecked (step, loss) pairs; one device sync."""
+    if pending:
+        values = torch.stack([loss for _, loss in pending]).tolist()
+        bad = next(((s, v) for (s, _), v in zip(pending, values) if not math.isfinite(v)), None)
+        pending.clear()
+        if bad is not None:
+            raise _nonfinite(bad[1], bad[0])
 
 
 def _batches(data, batch_size: int, rank: int = 0, n_proc: int = 1):
@@ -657,6 +679,9 @@ def fit(model: torch.nn.Module, train_data, cfg: TrainConfig, *, val_data=None,
         # (it would be another run's), nor at the end (a finished run is not continued, nor falls back).
         keep_prev = resumed
         params = [p for p in model.parameters() if p.requires_grad]
+        # the loss is read back every step on the CPU (free), and checked in batches on accelerators
+        deferred, pending = masking._async_checks(dev), []
+        train_model, compiling = (compile_model(model), True) if cfg.compile else (model, False)
         lengths = _lengths(train_data) if cfg.length_buckets else None
         bar = tqdm(total=stop, initial=step, disable=not (cfg.progress and main), desc="train")
         t0 = time.perf_counter() - seconds
@@ -672,15 +697,23 @@ def fit(model: torch.nn.Module, train_data, cfg: TrainConfig, *, val_data=None,
                 batch = _fetch(train_data, _shard(perm, b, cfg.batch_size, rank, n_proc))
                 batch = _to_device(batch if transform is None else transform(batch), dev)
                 lr = optimizer.param_groups[0]["lr"]  # the rate this step uses
-                loss, grad_norm = _train_step(model, optimizer, scheduler, batch, accelerator, params, cfg, step)
+                t_step = time.perf_counter()
+                loss, grad_norm = _train_step(train_model, optimizer, scheduler, batch, accelerator, params, cfg,
+                                              step, check=not deferred)
                 step += 1
+                if deferred:
+                    pending.append((step, loss))
+                if compiling:  # the first step compiles: how long it took goes into the history
+                    log({"step": step, "event": "compiled", "first_step_seconds": time.perf_counter() - t_step})
+                    compiling = False
                 bar.update(1)
                 # grad_norm stays a tensor until a row is written: one host sync less per step.
                 window = {"loss": window["loss"] + loss, "grad_norm": window["grad_norm"] + grad_norm,
                           "n": window["n"] + 1}
                 ep = round(step / steps_per_epoch, 4)  # 1.0 = end of the first epoch
                 if step % cfg.log_every == 0 or step == total_steps:
-                    n, mean_loss = window["n"], window["loss"] / window["n"]
+                    _check_losses(pending)
+                    n, mean_loss = window["n"], float(window["loss"]) / window["n"]
                     if n_proc > 1:  # the global batch's loss, not only this process's share of it
                         mean_loss = accelerator.reduce(torch.tensor(mean_loss, device=dev), "mean").item()
                     log({"step": step, "epoch": ep, "lr": lr, "loss": mean_loss,
@@ -689,6 +722,7 @@ def fit(model: torch.nn.Module, train_data, cfg: TrainConfig, *, val_data=None,
                     window = {"loss": 0.0, "grad_norm": 0.0, "n": 0}
                 due = step % cfg.eval_every == 0 if cfg.eval_every else step % steps_per_epoch == 0
                 if val_data is not None and (due or step == total_steps):
+                    _check_losses(pending)
                     row = {"step": step, "epoch": ep,
                            **_evaluate(inner, val_data, cfg.batch_size, accelerator, metric_fns)}
                     log(row)
@@ -696,10 +730,12 @@ def fit(model: torch.nn.Module, train_data, cfg: TrainConfig, *, val_data=None,
                         callback(row, inner)
                 periodic = cfg.checkpoint_every and step % cfg.checkpoint_every == 0
                 if ckpt is not None and (step == stop or periodic):
+                    _check_losses(pending)
                     train_state = {"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
                                    "step": step, "epoch": epoch, "steps_per_epoch": steps_per_epoch,
                                    "seconds": time.perf_counter() - t0}
-                    mine = {"window": {**window, "grad_norm": float(window["grad_norm"])}}
+                    mine = {"window": {**window, "loss": float(window["loss"]),
+                                       "grad_norm": float(window["grad_norm"])}}
                     _save_checkpoint(ckpt, accelerator, inner, train_state, mine,
                                      {**saved_config, "step": step, "total_steps": total_steps},
                                      keep_prev=keep_prev and step < total_steps)
@@ -707,6 +743,7 @@ def fit(model: torch.nn.Module, train_data, cfg: TrainConfig, *, val_data=None,
                 if step >= stop:
                     break
             epoch += 1
+        _check_losses(pending)
         bar.close()
         return FitResult(accelerator.unwrap_model(model, keep_fp32_wrapper=False), history, step, out)
 
@@ -751,3 +788,8 @@ def fit_cached(name: str, model_cls, model_cfg, data, cfg: TrainConfig, key: dic
 
     # run_id names this result: a later stage that starts from it (fine-tuning) puts it in its own key
     return {**cached(name, key, compute, cache_dir=cache_dir, refresh=refresh), "run_id": run_id}
+
+
+def compile_model(model: torch.nn.Module) -> torch.nn.Module:
+    """`torch.compile(model)`: the same module, its forward and backward fused by Inductor."""
+    return torch.compile(model)

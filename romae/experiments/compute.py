@@ -1,10 +1,12 @@
-"""Compute cost: model sizes (Table 8), relative speed of positional encodings (Table 9) and the cost
-of attention against sequence length (the limitation named in Sec. 6).
+"""Compute cost: model sizes (Table 8), relative speed of positional encodings (Table 9), the roofline
+of a training step, and the cost of attention against sequence length (the limitation named in Sec. 6).
 
-    res = run("smoke", reports_dir=...)   # -> dict of DataFrames: table8, table9, sweep, slopes
+    res = run("smoke", reports_dir=...)   # -> dict of DataFrames: table8, table9, roofline, sweep, slopes
 
 Table 8 and Table 9 come from `romae.bench` (`size_rows`, `table9`); this module only runs them with a
-profile, caches the timings and records the rows. The sequence-length sweep is new here: it times one
+profile, caches the timings and records the rows. The roofline (`romae.bench.roofline`) puts each
+workload's training step against the speed of its own matrix products run alone: the fraction says
+how much of the step is matmul work at full speed. The sequence-length sweep is new here: it times one
 training step (forward + backward + AdamW) of a RoMAE encoder with continuous 1-D RoPE for growing
 token counts N, with PyTorch's default attention kernel (fused, O(N) memory) and with the explicit
 "math" kernel (the N x N attention matrix of standard attention, what the paper's O(N^2) refers to).
@@ -25,7 +27,6 @@ from __future__ import annotations
 import math
 import statistics
 from contextlib import nullcontext
-import time
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -33,7 +34,7 @@ import pandas as pd
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from ..bench import TABLE9_VARIANTS, size_rows, table9
+from ..bench import TABLE9_VARIANTS, _sync, roofline, size_rows, table9, timed_steps
 from ..cache import cached
 from ..config import EncoderConfig, RoMAEConfig, check_profile, size
 from ..model import RoMAEForPrediction
@@ -62,13 +63,19 @@ class ComputeConfig:
     sweep_batch: int = 1  # sequences per step
     sweep_steps: int = 3  # timed steps per N (median reported)
     sweep_warmup: int = 1  # untimed steps per N first (also where activations are counted)
+    # roofline (romae.bench.roofline): each workload's training step against its plain-matmul limit
+    roofline_workloads: tuple[str, ...] = ("table9", "pendulum", "physionet")
+    roofline_batch: int | None = None  # None: each workload's own (16)
+    roofline_steps: int = 10  # timed steps (median reported)
+    roofline_warmup: int = 3
 
 
 PROFILES = {
     # seconds on CPU: one round of two steps at batch 1; a 2-block encoder on short sequences.
     # Checks that everything runs; its numbers mean nothing
     "smoke": ComputeConfig(batch=1, rounds=1, steps=2, warmup=0, sweep_size="tiny-shallow",
-                           sweep_lengths=(32, 64, 128, 256), math_max_len=256, sweep_steps=2),
+                           sweep_lengths=(32, 64, 128, 256), math_max_len=256, sweep_steps=2,
+                           roofline_workloads=("table9",), roofline_batch=1, roofline_steps=1, roofline_warmup=0),
     # bench defaults (about 2.5 min for Table 9 on a 2-thread CPU) + the sweep (a few minutes)
     "quick": ComputeConfig(),
     # as quick, on CUDA when there is one
@@ -110,12 +117,45 @@ def table9_frame(result: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def roofline_frame(results: list[dict]) -> pd.DataFrame:
+    """One row per workload from romae.bench.roofline: step time, FLOPs, FLOP/s, the limit, the fraction
+    and, when profiled, where the step's time goes."""
+    rows = []
+    for r in results:
+        row = dict(workload=r["workload"], batch=r["batch"], step_ms=1e3 * r["step_seconds"],
+                   step_gflop=r["step_gflop"], achieved_gflops=r["achieved_gflops"],
+                   matmul_limit_gflops=r["matmul_limit_gflops"], ideal_step_ms=1e3 * r["ideal_step_seconds"],
+                   fraction=r["fraction"])
+        for part, sec in r.get("breakdown", {}).get("seconds_per_step", {}).items():
+            row[f"{part}_ms"] = 1e3 * sec
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def plot_roofline(rf: pd.DataFrame, device: str):
+    """Per workload: the measured step split into its parts, beside the ideal (all at the matmul limit)."""
+    import matplotlib.pyplot as plt
+    parts = [c for c in ("matmul_ms", "attention_ms", "optimizer_ms", "other_ms") if c in rf]
+    fig, axes = plt.subplots(1, len(rf), figsize=(3.2 * len(rf), 3.4), squeeze=False)
+    for ax, r in zip(axes[0], rf.itertuples()):
+        bottom = 0.0
+        for i, c in enumerate(parts):
+            v = getattr(r, c)
+            ax.bar(0, v, 0.6, bottom=bottom, color=f"C{i}", label=c.removesuffix("_ms"))
+            bottom += v
+        if not parts:
+            ax.bar(0, r.step_ms, 0.6, color="C0", label="measured step")
+        ax.bar(1, r.ideal_step_ms, 0.6, color="0.6", label="all at the matmul limit")
+        ax.set_xticks([0, 1], ["measured", "limit"])
+        ax.set_title(f"{r.workload}: {r.fraction:.2f} of the limit", fontsize=9)
+        ax.set_ylabel("ms per training step")
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle(f"Roofline of a training step ({device})", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
 # ---------------------------------------------------------------- sequence length (Sec. 6)
-
-
-def _sync(dev: torch.device) -> None:
-    if dev.type == "cuda":
-        torch.cuda.synchronize(dev)
 
 
 def saved_activation_bytes(step, exclude: set[int]) -> int:
@@ -182,13 +222,7 @@ def length_sweep(lengths, encoder: str | EncoderConfig = "tiny", batch: int = 1,
                 step()
                 _sync(dev)
                 peak = (torch.cuda.max_memory_allocated(dev) - before) / 2**20
-            times = []
-            for _ in range(steps):
-                _sync(dev)
-                t0 = time.perf_counter()
-                step()
-                _sync(dev)
-                times.append(time.perf_counter() - t0)
+            times = timed_steps(step, dev, steps)
         rows.append(dict(n_tokens=n, backend=backend, seconds_per_step=statistics.median(times),
                          seconds_min=min(times),
                          activation_MB=activation / 2**20, peak_MB=peak,
@@ -297,6 +331,12 @@ def run(profile: str = "smoke", reports_dir=None, cache_dir=None, refresh: bool 
                     f"{r.steps_per_s:.3g} steps/s; paper: {PAPER_DEVICE}")
     save_table(t9, "table9_compute", reports_dir)
 
+    rf_raw = cached("roofline", key, lambda: [
+        roofline(w, cfg.roofline_batch, cfg.roofline_steps, cfg.roofline_warmup, cfg.device, breakdown=True)
+        for w in cfg.roofline_workloads], cache_dir=cache_dir, refresh=refresh)
+    rf = roofline_frame(rf_raw)
+    save_table(rf, "table_roofline", reports_dir)
+
     def sweep_all():
         rows = []
         for backend in BACKENDS:
@@ -307,5 +347,5 @@ def run(profile: str = "smoke", reports_dir=None, cache_dir=None, refresh: bool 
 
     sweep = pd.DataFrame(cached("sequence_length_cost", key, sweep_all, cache_dir=cache_dir, refresh=refresh))
     save_table(sweep, "table_sequence_length_cost", reports_dir)
-    return dict(config=cfg, device=device, table8=t8, table9=t9, table9_raw=res9, sweep=sweep,
+    return dict(config=cfg, device=device, table8=t8, table9=t9, table9_raw=res9, roofline=rf, sweep=sweep,
                 slopes=sweep_slopes(sweep))
