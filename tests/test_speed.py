@@ -194,3 +194,14 @@ def test_fit_compile_option_trains_alike_and_reports_compile_time():
     losses = [r["loss"] for r in comp.history if "loss" in r]
     assert losses == pytest.approx([r["loss"] for r in eager.history], rel=1e-4)
     assert math.isfinite(losses[-1])
+
+
+def test_finite_check_fast_path_falls_back_when_the_sum_overflows():
+    cfg = RoMAEConfig(token_dim=4, n_axes=1, encoder=size("tiny", depth=1), n_outputs=2)
+    model = RoMAEForPrediction(cfg)
+    values = torch.full((2, 5, 4), 3e38)  # finite, but their float32 sum is inf
+    out, _ = model.prepare_inputs(values, torch.arange(5.0).expand(2, 1, 5), None)
+    assert torch.equal(out, values)
+    values[1, 3, 2] = float("inf")
+    with pytest.raises(ValueError, match="values must be finite, found inf in sample 1, token 3"):
+        model.prepare_inputs(values, torch.arange(5.0).expand(2, 1, 5), None)
