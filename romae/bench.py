@@ -283,7 +283,7 @@ def _strided(shape, stride, dtype, dev) -> torch.Tensor:
     return torch.randn(n, device=dev).to(dtype).as_strided(shape, stride)
 
 
-def _time_product(sig: tuple, dev: torch.device, min_seconds: float = 0.02, repeats: int = 5) -> float:
+def _time_product(sig: tuple, dev: torch.device, min_seconds: float = 0.03, repeats: int = 7) -> float:
     """Median seconds of one call of the recorded product, run alone on fresh operands of its layout."""
     func, operands = sig
     a, b = (_strided(*lay, dev) for lay in operands)
@@ -333,8 +333,10 @@ def _breakdown(step, dev: torch.device, steps: int = 3) -> dict:
 
 def roofline(workload: str = "table9", batch: int | None = None, steps: int = 10, warmup: int = 3,
              device: str = "cpu", dtype: str = "float32", compile: bool = False, breakdown: bool = False,
-             seed: int = 0) -> dict:
-    """One workload's training step against the plain-matmul limit of its own shapes (module docstring)."""
+             seed: int = 0, min_seconds: float = 2.0) -> dict:
+    """One workload's training step against the plain-matmul limit of its own shapes (module docstring).
+
+    The step is timed `steps` times, repeated until the timed steps add up to `min_seconds`."""
     if workload not in WORKLOADS:
         raise ValueError(f"unknown workload {workload!r}; choose one of {', '.join(WORKLOADS)}")
     if dtype not in ("float32", "bfloat16"):
@@ -369,6 +371,8 @@ def roofline(workload: str = "table9", batch: int | None = None, steps: int = 10
     for _ in range(warmup):
         step()
     times = timed_steps(step, dev, steps)
+    while sum(times) < min_seconds:  # tiny steps: enough of them for a stable median
+        times += timed_steps(step, dev, steps)
     # FLOPs and products are those of the eager model (compiling does the same matrix work)
     counter, log = FlopCounterMode(display=False, custom_mapping=_CPU_ATTENTION_FLOPS), _ProductLog()
     with counter:
@@ -511,6 +515,8 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--batch", type=int, help="samples per step (default: the workload's, 16)")
     r.add_argument("--steps", type=int, default=10, help="timed steps (default 10)")
     r.add_argument("--warmup", type=int, default=3, help="untimed steps first (default 3)")
+    r.add_argument("--min-seconds", type=float, default=2.0,
+                   help="repeat the timed steps until they add up to this (default 2.0)")
     r.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
     r.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"],
                    help="float32, or bfloat16 autocast (default float32)")
@@ -568,7 +574,7 @@ def main(argv: list[str] | None = None) -> int:
             ap.error("--batch and --steps must be >= 1 and --warmup >= 0")
         names = list(WORKLOADS) if args.workload == "all" else [args.workload]
         res = [roofline(n, args.batch, args.steps, args.warmup, args.device, args.dtype, args.compile,
-                        args.breakdown) for n in names]
+                        args.breakdown, min_seconds=args.min_seconds) for n in names]
         save(res if len(res) > 1 else res[0])
         if args.json:
             print(json.dumps(res if len(res) > 1 else res[0], indent=2))

@@ -23,7 +23,7 @@ from romae.train import ArrayDataset, fit
 
 
 def test_roofline_products_account_for_every_counted_flop():
-    r = roofline("pendulum", batch=2, steps=1, warmup=0)
+    r = roofline("pendulum", batch=2, steps=1, warmup=0, min_seconds=0)
     # every FLOP the flop counter sees is in a recorded product (mm, addmm, bmm, attention's bmm's)
     assert r["matmul_gflop"] == pytest.approx(r["step_gflop"], rel=1e-9)
     assert r["step_gflop"] > 0 and r["step_seconds"] > 0 and r["matmul_limit_gflops"] > 0
@@ -52,7 +52,7 @@ def test_product_log_sees_attention_as_bmms():
 def test_roofline_cli_json(capsys, tmp_path):
     out = tmp_path / "r.json"
     assert main(["roofline", "--workload", "physionet", "--batch", "2", "--steps", "1", "--warmup", "0",
-                 "--json", "--out", str(out)]) == 0
+                 "--min-seconds", "0", "--json", "--out", str(out)]) == 0
     res = json.loads(capsys.readouterr().out)
     assert res["workload"] == "physionet" and json.loads(out.read_text())["fraction"] == res["fraction"]
 

@@ -68,6 +68,7 @@ class ComputeConfig:
     roofline_batch: int | None = None  # None: each workload's own (16)
     roofline_steps: int = 10  # timed steps (median reported)
     roofline_warmup: int = 3
+    roofline_min_seconds: float = 2.0  # timed steps repeated until they add up to this
 
 
 PROFILES = {
@@ -75,7 +76,8 @@ PROFILES = {
     # Checks that everything runs; its numbers mean nothing
     "smoke": ComputeConfig(batch=1, rounds=1, steps=2, warmup=0, sweep_size="tiny-shallow",
                            sweep_lengths=(32, 64, 128, 256), math_max_len=256, sweep_steps=2,
-                           roofline_workloads=("table9",), roofline_batch=1, roofline_steps=1, roofline_warmup=0),
+                           roofline_workloads=("table9",), roofline_batch=1, roofline_steps=1, roofline_warmup=0,
+                           roofline_min_seconds=0.0),
     # bench defaults (about 2.5 min for Table 9 on a 2-thread CPU) + the sweep (a few minutes)
     "quick": ComputeConfig(),
     # as quick, on CUDA when there is one
@@ -332,7 +334,8 @@ def run(profile: str = "smoke", reports_dir=None, cache_dir=None, refresh: bool 
     save_table(t9, "table9_compute", reports_dir)
 
     rf_raw = cached("roofline", key, lambda: [
-        roofline(w, cfg.roofline_batch, cfg.roofline_steps, cfg.roofline_warmup, cfg.device, breakdown=True)
+        roofline(w, cfg.roofline_batch, cfg.roofline_steps, cfg.roofline_warmup, cfg.device, breakdown=True,
+                 min_seconds=cfg.roofline_min_seconds)
         for w in cfg.roofline_workloads], cache_dir=cache_dir, refresh=refresh)
     rf = roofline_frame(rf_raw)
     save_table(rf, "table_roofline", reports_dir)
