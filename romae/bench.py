@@ -429,10 +429,11 @@ def _load_authors(repo: Path):
 
 
 def authors(repo: str | Path, batch: int = 16, rounds: int = 3, steps: int = 10, warmup: int = 3,
-            seed: int = 0, progress: bool = True) -> dict:
+            seed: int = 0, progress: bool = True, compile: bool = False) -> dict:
     """Our Table 9 step (continuous RoPE) against the authors' model on the same images, masks and
     positions, alternating step by step: their step as their trainer takes it (torch.optim.AdamW with
-    its defaults) and with the fused AdamW we use, to separate the model from the optimiser."""
+    its defaults) and with the fused AdamW we use, to separate the model from the optimiser.
+    `compile`: also our model through romae.train.compile_model ("ours_compiled")."""
     from .masking import random_mask
     from .patching import patchify
 
@@ -454,24 +455,35 @@ def authors(repo: str | Path, batch: int = 16, rounds: int = 3, steps: int = 10,
         return A.RoMAEForPreTraining(cfg).train()
 
     models = {"ours": ours, "authors": theirs_model(), "authors_fused_adamw": theirs_model()}
+    if compile:
+        from .train import compile_model
+
+        torch.manual_seed(seed)
+        twin = RoMAEForPreTraining(ours.cfg).train()
+        models["ours_compiled"] = compile_model(twin)
     opts = {"ours": torch.optim.AdamW(ours.parameters(), lr=1e-4, fused=True),
             "authors": torch.optim.AdamW(models["authors"].parameters(), lr=1e-4),  # their trainer's call
             "authors_fused_adamw": torch.optim.AdamW(models["authors_fused_adamw"].parameters(), lr=1e-4,
                                                      fused=True)}
+    if compile:
+        opts["ours_compiled"] = torch.optim.AdamW(models["ours_compiled"].parameters(), lr=1e-4, fused=True)
 
     def step(name: str) -> None:
         pos = grid + torch.rand_like(grid) - 0.5  # fresh real-valued positions
         opts[name].zero_grad(set_to_none=True)
-        if name == "ours":  # channels-last patches, as romae.from_images gives them
+        if name.startswith("ours"):  # channels-last patches, as romae.from_images gives them
             values = patchify(images.permute(0, 2, 3, 1), (16, 16))
-            _, loss = ours(values, pos)
+            _, loss = models[name](values, pos)
         else:  # their input: [B, T, C, H, W] and a mask they are given
             mask = random_mask(batch, 196, 0.75)
             _, loss = models[name](images[:, None], mask, pos)
         loss.backward()
         opts[name].step()
 
+    compile_seconds = None
     for name in models:
+        if name == "ours_compiled":  # its first step compiles
+            compile_seconds = timed_steps(lambda: step(name), torch.device("cpu"), 1)[0]
         for _ in range(warmup):
             step(name)
     times: dict[str, list[float]] = {n: [] for n in models}
@@ -486,12 +498,14 @@ def authors(repo: str | Path, batch: int = 16, rounds: int = 3, steps: int = 10,
         if progress:
             print(f"round {r + 1}/{rounds}: " + ", ".join(
                 f"{n} {statistics.median(times[n][-steps:]) * 1e3:.0f} ms" for n in names), file=sys.stderr)
-    out = {n: {"step_seconds": statistics.median(t),
-               "speedup_of_ours": statistics.median([a / b for a, b in zip(t, times["ours"])])}
-           for n, t in times.items()}
+    def paired(a: list[float], b: list[float]) -> float:  # median of t_a / t_b over steps side by side
+        return statistics.median([x / y for x, y in zip(a, b)])
+
+    out = {n: {"step_seconds": statistics.median(t), "speedup_of_ours": paired(t, times["ours"]),
+               "speedup_over_authors": paired(times["authors"], t)} for n, t in times.items()}
     out["settings"] = dict(batch=batch, rounds=rounds, steps_per_round=steps, warmup=warmup,
                            device=device_label("cpu"), torch=torch.__version__, threads=torch.get_num_threads(),
-                           authors_repo=str(repo))
+                           authors_repo=str(repo), compile_seconds=compile_seconds)
     return out
 
 
@@ -530,6 +544,7 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("--batch", type=int, default=16, help="images per step (default 16)")
     a.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default 3)")
     a.add_argument("--steps", type=int, default=10, help="timed steps per model per round (default 10)")
+    a.add_argument("--compile", action="store_true", help="also time our model through torch.compile")
     a.add_argument("--json", action="store_true", help="print JSON instead of a table")
     a.add_argument("--out", help="also write the JSON result to this file")
     args = ap.parse_args(argv)
@@ -557,15 +572,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "authors":
         if args.deps:
             sys.path.append(args.deps)  # last: never shadows what this environment has
-        res = authors(args.repo, args.batch, args.rounds, args.steps)
+        res = authors(args.repo, args.batch, args.rounds, args.steps, compile=args.compile)
         save(res)
         if args.json:
             print(json.dumps(res, indent=2))
             return 0
         print(f"Table 9 step (batch {args.batch}, continuous RoPE) on {res['settings']['device']}")
-        for name in ("ours", "authors", "authors_fused_adamw"):
-            print(f"{name:<22}{1e3 * res[name]['step_seconds']:>8.1f} ms   ours is "
-                  f"{res[name]['speedup_of_ours']:.2f}x faster (paired median)")
+        print(f"{'':<22}{'step ms':>9}{'speed-up over the authors (paired median)':>44}")
+        for name in (n for n in res if n != "settings"):
+            print(f"{name:<22}{1e3 * res[name]['step_seconds']:>9.1f}{res[name]['speedup_over_authors']:>44.2f}")
+        if res["settings"]["compile_seconds"] is not None:
+            print(f"ours_compiled: the first step compiled in {res['settings']['compile_seconds']:.1f} s")
         return 0
     if args.device == "cuda" and not torch.cuda.is_available():
         ap.error("--device cuda asked for, but torch sees no CUDA device")

@@ -205,3 +205,10 @@ def test_finite_check_fast_path_falls_back_when_the_sum_overflows():
     values[1, 3, 2] = float("inf")
     with pytest.raises(ValueError, match="values must be finite, found inf in sample 1, token 3"):
         model.prepare_inputs(values, torch.arange(5.0).expand(2, 1, 5), None)
+
+
+def test_authors_bench_names_what_is_missing(tmp_path):
+    from romae.bench import _load_authors
+
+    with pytest.raises(FileNotFoundError, match="checkout of https://github.com/Chromeilion/RoMAE"):
+        _load_authors(tmp_path)
