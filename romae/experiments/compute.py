@@ -147,13 +147,16 @@ def plot_roofline(rf: pd.DataFrame, device: str):
             bottom += v
         if not parts:
             ax.bar(0, r.step_ms, 0.6, color="C0", label="measured step")
-        ax.bar(1, r.ideal_step_ms, 0.6, color="0.6", label="all at the matmul limit")
+        else:  # the parts come from profiled steps, a little slower than the timed ones
+            ax.hlines(r.step_ms, -0.35, 0.35, color="k", lw=2, label="step time (not profiled)")
+        ax.bar(1, r.ideal_step_ms, 0.6, color="0.6", label="its FLOPs at the matmul limit")
         ax.set_xticks([0, 1], ["measured", "limit"])
-        ax.set_title(f"{r.workload}: {r.fraction:.2f} of the limit", fontsize=9)
+        ax.set_title(f"{r.workload} (batch {r.batch}): {r.fraction:.2f} of the limit", fontsize=9)
         ax.set_ylabel("ms per training step")
-    axes[0][0].legend(fontsize=7)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=7, frameon=False)
     fig.suptitle(f"Roofline of a training step ({device})", fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     return fig
 
 
