@@ -57,7 +57,9 @@ def random_mask(B: int, N: int, mask_ratio: float, pad_mask: Tensor | None = Non
         raise ValueError(f"a random mask needs at least 2 tokens (one visible, one hidden), got N={N}")
     device = pad_mask.device if pad_mask is not None else device
     K = hidden_count(N, mask_ratio)
-    noise = torch.rand(B, N, device=device, generator=generator)
+    # generator=None passed explicitly breaks torch.compile's dynamic shapes (PyTorch 2.13): leave it out
+    noise = torch.rand(B, N, device=device) if generator is None else torch.rand(B, N, device=device,
+                                                                                  generator=generator)
     if pad_mask is None:
         rank = noise.argsort(dim=1).argsort(dim=1)  # rank of each token in a random order
         return rank < K

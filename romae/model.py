@@ -363,9 +363,9 @@ class RoMAEForPreTraining(RoMAETrunk):
             centred = target - target.mean(-1, keepdim=True)  # two passes: aten::var is 2x slower on CPU
             var = centred.pow(2).sum(-1, keepdim=True) / (target.shape[-1] - 1)
             target = centred / (var + 1e-6).sqrt()
+        if pad_mask is None:  # every token counts: one fused kernel forward and backward
+            return F.mse_loss(pred.float(), target.float())
         err = (pred.float() - target.float()).pow(2).mean(dim=-1)  # [B, N_hid]
-        if pad_mask is None:
-            return err.mean()
         real = ~pad_mask.gather(1, hidden_idx)
         denom = err.numel() if self.cfg.loss_counts_padding else real.sum().clamp(min=1)
         return (err * real).sum() / denom

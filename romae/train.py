@@ -791,5 +791,13 @@ def fit_cached(name: str, model_cls, model_cfg, data, cfg: TrainConfig, key: dic
 
 
 def compile_model(model: torch.nn.Module) -> torch.nn.Module:
-    """`torch.compile(model)`: the same module, its forward and backward fused by Inductor."""
+    """`torch.compile(model)`: the same module, its forward and backward fused by Inductor.
+
+    Random draws inside the model (masks, dropout) keep eager PyTorch's generator
+    (`torch._inductor.config.fallback_random`, set process-wide), so seeds, checkpoints and resumes
+    give the draws an eager run would. It pays for fixed shapes: data of varying length (e.g. with
+    `trim_padding`) recompiles for new lengths, which can cost more than it saves."""
+    import torch._inductor.config as inductor_config
+
+    inductor_config.fallback_random = True
     return torch.compile(model)

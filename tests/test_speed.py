@@ -212,3 +212,22 @@ def test_authors_bench_names_what_is_missing(tmp_path):
 
     with pytest.raises(FileNotFoundError, match="checkout of https://github.com/Chromeilion/RoMAE"):
         _load_authors(tmp_path)
+
+
+@pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
+                    reason="torch.compile on the CPU needs a C++ compiler")
+def test_compiled_romae_pretraining_draws_the_eager_masks():
+    """Through RoMAE (RoPE's autograd.Function, complex phasors, the random mask drawn in the forward):
+    compiled training gives eager's losses, because random draws keep eager's generator."""
+    g = torch.Generator().manual_seed(0)
+    data = ArrayDataset(values=torch.randn(32, 12, 3, generator=g), positions=torch.rand(32, 2, 12, generator=g) * 9)
+    cfg = RoMAEConfig(token_dim=3, n_axes=2, encoder=size("tiny", depth=1), decoder=size("tiny-shallow", depth=1),
+                      use_cls=True, mask_ratio=0.5)
+    losses = []
+    for compile in (False, True):
+        torch.manual_seed(0)
+        tc = TrainConfig(epochs=2, batch_size=16, lr=1e-3, warmup_steps=0, log_every=1, progress=False,
+                         compile=compile)
+        res = fit(RoMAEForPreTraining(cfg), data, tc, device="cpu")
+        losses.append([r["loss"] for r in res.history if "loss" in r])
+    assert len(losses[1]) == 4 and losses[1] == pytest.approx(losses[0], rel=1e-4)
