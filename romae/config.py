@@ -169,7 +169,8 @@ class TrainConfig:
     progress: bool = True  # tqdm progress bar
     length_buckets: int = 0  # > 0: batches of similar length (padded data; see romae.train.fit), 0 = uniform
     compile: bool = False  # torch.compile the training steps (romae.train.compile_model); the first step
-    #                        compiles (its time is a history row); equal results up to float rounding
+    #                        compiles (its time is a history row); results equal up to float rounding;
+    #                        pays for fixed shapes (varying lengths recompile)
 
     def __post_init__(self):
         self.betas = tuple(self.betas)
