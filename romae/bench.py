@@ -285,12 +285,12 @@ def _strided(shape, stride, dtype, dev) -> torch.Tensor:
 
 def _time_product(sig: tuple, dev: torch.device, min_seconds: float = 0.03, repeats: int = 7) -> float:
     """Median seconds of one call of the recorded product, run alone on fresh operands of its layout."""
-    func, operands = sig
-    a, b = (_strided(*lay, dev) for lay in operands)
-    run = (lambda: func(a, b)) if func in (_aten.mm.default, _aten.bmm.default) else None
-    if run is None:  # addmm / baddbmm timed as the plain product of the same operands
-        mm = _aten.mm.default if a.dim() == 2 else _aten.bmm.default
-        run = lambda: mm(a, b)  # noqa: E731
+    a, b = (_strided(*lay, dev) for lay in sig[1])
+    product = _aten.mm.default if a.dim() == 2 else _aten.bmm.default  # addmm, baddbmm: their product
+
+    def run():
+        product(a, b)
+
     for _ in range(2):
         run()
     _sync(dev)
