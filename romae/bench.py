@@ -22,10 +22,11 @@ too (`relative_speed_of_medians`).
 
 Roofline: how close one training step (forward, backward, AdamW) comes to the speed of the device's
 plain matrix products *of that step's own shapes*. The step's FLOPs are counted by
-`torch.utils.flop_counter` (taught the CPU's attention kernels, which it does not count); every matrix product it runs (mm, addmm, bmm, and attention as the bmm's
-of its scores and weighted sum, 2 forward and 5 backward, the flop counter's convention) is recorded
-with its shapes, strides and dtype and re-run alone, in the same process, on the same device; the sum
-of those times is the time a step would take if all its work ran at the speed of plain matmuls.
+`torch.utils.flop_counter` (taught the CPU's attention kernels, which it does not count); every
+matrix product the step runs (mm, addmm, bmm, and attention as the bmm's of its scores and weighted
+sum, 2 forward and 5 backward, the flop counter's convention) is recorded with its shapes, strides
+and dtype and re-run alone, in the same process, on the same device (the fastest of 7 timings); the
+sum of those times is the time a step would take if all its work ran at the speed of plain matmuls.
 `fraction` = that ideal time / the measured step time (1 = nothing but matmul work at full speed;
 element-wise work, copies, the optimiser and slow kernels pull it down). The limit is optimistic on
 purpose: a product re-run alone finds its operands in cache.
@@ -284,7 +285,8 @@ def _strided(shape, stride, dtype, dev) -> torch.Tensor:
 
 
 def _time_product(sig: tuple, dev: torch.device, min_seconds: float = 0.03, repeats: int = 7) -> float:
-    """Median seconds of one call of the recorded product, run alone on fresh operands of its layout."""
+    """Seconds of one call of the recorded product, run alone on fresh operands of its layout: the
+    fastest of `repeats` timed batches of calls (noise only adds time; this is a limit)."""
     a, b = (_strided(*lay, dev) for lay in sig[1])
     product = _aten.mm.default if a.dim() == 2 else _aten.bmm.default  # addmm, baddbmm: their product
 
@@ -306,7 +308,7 @@ def _time_product(sig: tuple, dev: torch.device, min_seconds: float = 0.03, repe
             run()
         _sync(dev)
         times.append((time.perf_counter() - t0) / n)
-    return statistics.median(times)
+    return min(times)
 
 
 def _breakdown(step, dev: torch.device, steps: int = 3) -> dict:
