@@ -57,6 +57,13 @@ from .report import device_label
 TABLE9_VARIANTS = {"absolute": "absolute", "quantized": "rope_quantized", "continuous": "rope"}
 
 
+def table9_config(pos_encoding: str = "rope") -> RoMAEConfig:
+    """App. B.2's model: RoMAE-small encoder, tiny-shallow decoder, 196 tokens of 16x16x3, 75 % hidden,
+    2-D positions, no [CLS], norm-pix targets."""
+    return RoMAEConfig(token_dim=768, n_axes=2, encoder=size("small"), decoder=size("tiny-shallow"),
+                       pos_encoding=pos_encoding, use_cls=False, mask_ratio=0.75, normalize_targets=True)
+
+
 def size_rows() -> list[dict]:
     """Table 8: each size's shape and its block parameter count, counted on an instantiated stack."""
     rows = []
@@ -91,6 +98,27 @@ def timed_steps(step, device: torch.device, n: int) -> list[float]:
     return times
 
 
+def _interleaved(step, names: list[str], rounds: int, steps: int, device: torch.device, progress: bool,
+                 describe) -> dict[str, list[float]]:
+    """Each name's step times: the names alternate step by step (their order rotating each round), each
+    step timed alone; `describe(median seconds)` labels a name in the per-round progress line."""
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(rounds):
+        k = r % len(names)
+        for _ in range(steps):
+            for name in names[k:] + names[:k]:
+                times[name] += timed_steps(lambda: step(name), device, 1)
+        if progress:
+            print(f"round {r + 1}/{rounds}: " + ", ".join(
+                f"{n} {describe(statistics.median(times[n][-steps:]))}" for n in names), file=sys.stderr)
+    return times
+
+
+def _paired(a: list[float], b: list[float]) -> float:
+    """Median of t_a / t_b over steps taken side by side (slow drifts of the machine cancel)."""
+    return statistics.median([x / y for x, y in zip(a, b)])
+
+
 def table9(batch: int = 8, rounds: int = 3, steps: int = 20, warmup: int = 3, device: str = "cpu",
            seed: int = 0, progress: bool = True) -> dict:
     """Median training steps per second of the three positional encodings, and speeds relative to absolute."""
@@ -104,10 +132,7 @@ def table9(batch: int = 8, rounds: int = 3, steps: int = 20, warmup: int = 3, de
     models, opts = {}, {}
     for name, pe in TABLE9_VARIANTS.items():
         torch.manual_seed(seed)  # same weights for every variant
-        cfg = RoMAEConfig(token_dim=token_dim, n_axes=2, encoder=size("small"),
-                          decoder=size("tiny-shallow"), pos_encoding=pe, use_cls=False, mask_ratio=0.75,
-                          normalize_targets=True)
-        models[name] = RoMAEForPreTraining(cfg).to(dev).train()
+        models[name] = RoMAEForPreTraining(table9_config(pe)).to(dev).train()
         opts[name] = torch.optim.AdamW(models[name].parameters(), lr=1e-4, fused=True)
 
     def step(name: str) -> None:
@@ -122,27 +147,12 @@ def table9(batch: int = 8, rounds: int = 3, steps: int = 20, warmup: int = 3, de
     for name in models:  # warm-up: allocator, kernels, autograd graphs
         for _ in range(warmup):
             step(name)
-    step_times: dict[str, list[float]] = {name: [] for name in models}
-    names = list(models)
-    for r in range(rounds):
-        order = names[r % 3:] + names[: r % 3]
-        for _ in range(steps):  # variants alternate step by step, each step timed alone
-            for name in order:
-                _sync(dev)
-                t0 = time.perf_counter()
-                step(name)
-                _sync(dev)
-                step_times[name].append(time.perf_counter() - t0)
-        if progress:
-            done = ", ".join(f"{n} {1 / statistics.median(step_times[n][-steps:]):.2f}" for n in names)
-            print(f"round {r + 1}/{rounds}: steps/s {done}", file=sys.stderr)
-
+    step_times = _interleaved(step, list(models), rounds, steps, dev, progress, lambda t: f"{1 / t:.2f} steps/s")
     out = {}
     for name, t in step_times.items():
         # paired: each absolute step against the same variant's step next to it in time
-        ratios = [a / b for a, b in zip(step_times["absolute"], t)]
         out[name] = {"steps_per_s": 1.0 / statistics.median(t),
-                     "relative_speed": statistics.median(ratios),
+                     "relative_speed": _paired(step_times["absolute"], t),
                      "relative_speed_of_medians": statistics.median(step_times["absolute"]) / statistics.median(t),
                      "paper_relative_speed": paper_value("table9_compute", name, "relative_speed"),
                      "step_seconds": t}
@@ -157,11 +167,9 @@ def table9(batch: int = 8, rounds: int = 3, steps: int = 20, warmup: int = 3, de
 def _table9_workload(batch: int, dev: torch.device, gen: torch.Generator):
     """App. B.2's step (Table 9): RoMAE-small + tiny-shallow decoder, 196 tokens of 16x16x3, 75 % hidden,
     no [CLS], 2-D RoPE at fresh real-valued positions every step."""
-    cfg = RoMAEConfig(token_dim=768, n_axes=2, encoder=size("small"), decoder=size("tiny-shallow"),
-                      pos_encoding="rope", use_cls=False, mask_ratio=0.75, normalize_targets=True)
     values = torch.randn(batch, 196, 768, generator=gen).to(dev)
     grid = grid_positions((14, 14), device=dev).expand(batch, -1, -1)
-    return RoMAEForPreTraining(cfg), lambda: dict(values=values, positions=grid + torch.rand_like(grid) - 0.5)
+    return RoMAEForPreTraining(table9_config()), lambda: dict(values=values, positions=grid + torch.rand_like(grid) - 0.5)
 
 
 def _pendulum_workload(batch: int, dev: torch.device, gen: torch.Generator):
@@ -443,9 +451,7 @@ def authors(repo: str | Path, batch: int = 16, rounds: int = 3, steps: int = 10,
     torch.manual_seed(seed)
     images = torch.randn(batch, 3, 224, 224)
     grid = grid_positions((14, 14)).expand(batch, -1, -1)
-    ours = RoMAEForPreTraining(RoMAEConfig(
-        token_dim=768, n_axes=2, encoder=size("small"), decoder=size("tiny-shallow"), pos_encoding="rope",
-        use_cls=False, mask_ratio=0.75, normalize_targets=True)).train()
+    ours = RoMAEForPreTraining(table9_config()).train()
 
     def theirs_model():
         torch.manual_seed(seed)
@@ -488,23 +494,10 @@ def authors(repo: str | Path, batch: int = 16, rounds: int = 3, steps: int = 10,
             compile_seconds = timed_steps(lambda: step(name), torch.device("cpu"), 1)[0]
         for _ in range(warmup):
             step(name)
-    times: dict[str, list[float]] = {n: [] for n in models}
-    names = list(models)
-    for r in range(rounds):
-        order = names[r % len(names):] + names[: r % len(names)]
-        for _ in range(steps):
-            for name in order:
-                t0 = time.perf_counter()
-                step(name)
-                times[name].append(time.perf_counter() - t0)
-        if progress:
-            print(f"round {r + 1}/{rounds}: " + ", ".join(
-                f"{n} {statistics.median(times[n][-steps:]) * 1e3:.0f} ms" for n in names), file=sys.stderr)
-    def paired(a: list[float], b: list[float]) -> float:  # median of t_a / t_b over steps side by side
-        return statistics.median([x / y for x, y in zip(a, b)])
-
-    out = {n: {"step_seconds": statistics.median(t), "speedup_of_ours": paired(t, times["ours"]),
-               "speedup_over_authors": paired(times["authors"], t)} for n, t in times.items()}
+    times = _interleaved(step, list(models), rounds, steps, torch.device("cpu"), progress,
+                         lambda t: f"{1e3 * t:.0f} ms")
+    out = {n: {"step_seconds": statistics.median(t), "speedup_of_ours": _paired(t, times["ours"]),
+               "speedup_over_authors": _paired(times["authors"], t)} for n, t in times.items()}
     out["settings"] = dict(batch=batch, rounds=rounds, steps_per_round=steps, warmup=warmup,
                            device=device_label("cpu"), torch=torch.__version__, threads=torch.get_num_threads(),
                            authors_repo=str(repo), compile_seconds=compile_seconds)
