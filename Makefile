@@ -2,9 +2,14 @@
 #   make venv        create .venv and install the package with the notebooks+test extras
 #   make test        run the test suite + nbval (smoke) over notebooks/ (extra pytest arguments: PYTEST_ARGS="-k rope -x")
 #   make bench       benchmarks: model sizes (Table 8), Table 9 timings, roofline -> reports/benchmarks/
-#   make reproduce   run the notebooks with papermill -> reports/ (PROFILE=smoke|quick|paper, ONLY=00,03)
+#   make reproduce   run the notebooks with papermill -> reports/ (PROFILE=smoke|quick|paper, ONLY=00,03,
+#                    DATASETS=JapaneseVowels,Epilepsy for notebook 12, PARAMS="name=value ...", DOWNLOAD=1 to
+#                    fetch the data the selected notebooks need first)
+#   make data        download the public datasets the notebooks use (all of them; NAMES=physionet2012,uea:Epilepsy
+#                    for some; MIRROR=<url> fetches from a mirror laid out as <url>/<host>/<path>;
+#                    `.venv/bin/python -m romae.data status` lists what is here)
 #   make clean       remove caches; make distclean also removes .venv
-# ROMAE_DATA (where the datasets live) is passed through to the tests if you set it; it has no default here.
+# Datasets live in $ROMAE_DATA if set, else in ./data/ (git-ignored); ROMAE_DATA is passed to the tests.
 
 PYTHON ?= python3
 VENV := .venv
@@ -13,6 +18,11 @@ STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 PROFILE ?= quick
 ONLY ?= all
+DATASETS ?=
+PARAMS ?=
+DOWNLOAD ?=
+NAMES ?=
+MIRROR ?=
 # nbval runs every cell of every notebook in its default profile (smoke), serially (2 cores); no
 # notebooks yet -> only tests/ (so pytest never ends with "no tests ran")
 NBVAL := $(if $(wildcard notebooks/*.ipynb),--nbval-lax --nbval-current-env notebooks)
@@ -21,7 +31,7 @@ ifdef ROMAE_DATA
 export ROMAE_DATA
 endif
 
-.PHONY: all venv test bench reproduce clean distclean
+.PHONY: all venv test bench reproduce data clean distclean
 
 all: test
 
@@ -46,7 +56,13 @@ bench: venv
 
 # executed copies, summary.csv/SUMMARY.md, runs.csv and index.html go to reports/
 reproduce: venv
-	$(VPY) -m romae.reproduce --profile $(PROFILE) $(if $(ONLY),--only $(ONLY))
+	$(VPY) -m romae.reproduce --profile $(PROFILE) $(if $(ONLY),--only $(ONLY)) \
+		$(if $(DATASETS),--param datasets=$(DATASETS)) $(foreach p,$(PARAMS),--param $(p)) \
+		$(if $(filter 1 yes true,$(DOWNLOAD)),--download) $(if $(MIRROR),--mirror $(MIRROR))
+
+# downloads into $ROMAE_DATA, else ./data/; resumes a cut download; verifies or records checksums
+data: venv
+	$(VPY) -m romae.data fetch $(NAMES) $(if $(MIRROR),--mirror $(MIRROR))
 
 clean:
 	find . -path ./$(VENV) -prune -o -type d \( -name __pycache__ -o -name .pytest_cache -o -name .ipynb_checkpoints \) -exec rm -rf {} +

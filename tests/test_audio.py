@@ -12,10 +12,13 @@ import soundfile as sf
 import torch
 
 from romae.audio import EPS, fbank, fit_to_patches, from_spectrograms, mel_banks, n_frames
-from romae.data import audioset, esc50, librispeech
+from romae.data import audioset, catalog, esc50, files, librispeech
 
-DATA = os.environ.get("ROMAE_DATA")
-needs_data = pytest.mark.skipif(not DATA, reason="needs the shared data (ROMAE_DATA)")
+DATA = files.data_root()
+_why = {name: catalog.unavailable(name) for name in ("esc50-subset", "librispeech:test-clean", "audioset-meta")}
+needs_esc50 = pytest.mark.skipif(bool(_why["esc50-subset"]), reason=_why["esc50-subset"])
+needs_librispeech = pytest.mark.skipif(bool(_why["librispeech:test-clean"]), reason=_why["librispeech:test-clean"])
+needs_audioset = pytest.mark.skipif(bool(_why["audioset-meta"]), reason=_why["audioset-meta"])
 # kaldi-native-fbank computes in float32, we in float64: log energies agree to this (absolute, in nats),
 # i.e. energies to 0.5 %; the largest gaps sit in near-silent bins where float32 rounding dominates
 FBANK_ATOL = 5e-3
@@ -23,9 +26,9 @@ FBANK_ATOL = 5e-3
 
 def _clips() -> list[np.ndarray]:
     """Three real ESC-50 clips if the shared data is there, else tones in noise (5 s at 16 kHz)."""
-    if DATA:
-        files = sorted((Path(DATA) / "esc50" / "audio_16k").glob("*.flac"))[:3]
-        return [sf.read(f, dtype="float32")[0] for f in files]
+    if not _why["esc50-subset"]:
+        clips = sorted((DATA / "esc50" / "audio_16k").glob("*.flac"))[:3]
+        return [sf.read(f, dtype="float32")[0] for f in clips]
     rng = np.random.default_rng(0)
     t = np.arange(80000) / 16000
     return [(0.3 * np.sin(2 * np.pi * f * t) + 0.05 * rng.normal(size=t.size)).astype(np.float32)
@@ -107,14 +110,14 @@ def test_patches_and_remainder_frames():
 
 # ------------------------------------------------------------------------------ readers
 
-@needs_data
+@needs_esc50
 def test_esc50_subset_and_tampering(tmp_path):
     d = esc50.load(progress=False)
     assert d["waves"].shape == (414, 80000) and len(d["classes"]) == 50 and d["source"] == "subset"
     assert d["classes"][0] == "dog" and (d["folds"] == 4).sum() == 400
     root = tmp_path / "data"
     (root / "esc50" / "audio_16k").mkdir(parents=True)
-    src = Path(DATA) / "esc50"
+    src = DATA / "esc50"
     shutil.copy(src / "esc50.csv", root / "esc50")
     names = sorted((src / "audio_16k").glob("*.flac"))[:2]
     for f in names:
@@ -138,7 +141,7 @@ def test_esc50_missing_names_the_url(tmp_path):
         esc50.load(tmp_path, source="youtube")
 
 
-@needs_data
+@needs_librispeech
 def test_librispeech_sample():
     d = librispeech.load("test-clean", progress=False)
     assert d["ids"][0] == "1089-134686-0000" and np.allclose(d["seconds"], [10.435, 3.275, 2.085, 5.415])
@@ -148,7 +151,7 @@ def test_librispeech_sample():
         librispeech.load("train-clean-1000")
 
 
-@needs_data
+@needs_audioset
 def test_audioset_matches_clips_by_youtube_id(tmp_path):
     rows, mids = audioset.segments()
     assert len(rows) == 22160 and len(mids) == 527
@@ -171,8 +174,11 @@ def test_audioset_matches_clips_by_youtube_id(tmp_path):
 def test_paper_profile_says_what_is_missing(tmp_path):
     from romae.experiments import esc50 as X
 
-    res = X.run("paper", data_root=tmp_path)
-    assert not res["found"] and "2,000 ESC-50 clips" in res["message"]
+    from romae.data.files import DataMissing
+
+    with pytest.raises(DataMissing, match="ESC-50, all 2,000 clips .*make data NAMES=esc50") as e:
+        X.run("paper", data_root=tmp_path)
+    assert "audioset_dir=" in str(e.value) and "librispeech:train-clean-100" in str(e.value)
     cfg = X.config("paper")
     pre, ft = cfg.pretrain_config(20000), cfg.finetune_config(1600)
     assert (pre.lr, pre.betas, pre.weight_decay, pre.batch_size, pre.warmup_steps, pre.epochs) == \
@@ -184,7 +190,7 @@ def test_paper_profile_says_what_is_missing(tmp_path):
         (False, "mean", 0.75, True, 256, 432)
 
 
-@needs_data
+@needs_esc50
 def test_smoke_run_on_the_subset(tmp_path):
     from romae.experiments import esc50 as X
 
@@ -203,7 +209,8 @@ def test_smoke_run_on_the_subset(tmp_path):
     assert torch.isnan(r["masked"]).any() and not torch.isnan(r["pasted"]).any()
 
 
-@needs_data
+@needs_esc50
+@needs_librispeech
 def test_external_pretraining_path_with_librispeech(tmp_path):
     """The paper profile's path: pre-train on another data set (here the 4 shared LibriSpeech utterances,
     70/30 split -> 3), cropped or padded to 1,024 frames, then fine-tune on ESC-50."""

@@ -12,22 +12,24 @@ import torch
 
 from romae import store
 from romae.config import RoMAEConfig
+from romae.data import catalog, files
 from romae.data import elasticc as E
 from romae.data import lightcurves as LC
 from romae.experiments import elasticc as X
 from romae.train import _lengths
 
-SAMPLE = Path(os.environ.get("ROMAE_DATA", "/nonexistent")) / "elasticc" / E.SAMPLE
+SAMPLE = files.data_root() / "elasticc" / E.SAMPLE
 HEAD = SAMPLE / "MLAG_HOSTLIB_ALLCLASS_NONIaMODEL0-0010_HEAD.FITS.gz"
-needs_sample = pytest.mark.skipif(not HEAD.is_file(), reason="ROMAE_DATA/elasticc sample is absent")
+WHY = catalog.unavailable("elasticc-sample")
+needs_sample = pytest.mark.skipif(bool(WHY), reason=WHY)
 
 
 # ----------------------------------------------------------------------------- SNANA reader (shared sample)
 
 @pytest.fixture(scope="module")
 def sample():
-    if not HEAD.is_file():
-        pytest.skip("ROMAE_DATA/elasticc sample is absent")
+    if WHY:
+        pytest.skip(WHY)
     return E.read_snana(HEAD)
 
 
@@ -267,8 +269,12 @@ def test_class_weights_change_the_loss():
 
 
 def test_paper_profile_without_data_says_what_is_missing(tmp_path):
-    res = X.run("paper", data_root=tmp_path, reports_dir=tmp_path / "r")
-    assert not res["found"] and E.URL in res["message"] and not (tmp_path / "r").exists()
+    from romae.data.files import DataMissing
+
+    with pytest.raises(DataMissing, match="make data NAMES=elasticc") as e:
+        X.run("paper", data_root=tmp_path, reports_dir=tmp_path / "r")
+    assert e.value.names == ("elasticc",) and not (tmp_path / "r").exists()
+    assert E.URL in E.missing_message(tmp_path) and "make data NAMES=elasticc" in E.missing_message(tmp_path)
 
 
 def test_smoke_run_records_stand_in_rows(tmp_path):

@@ -10,6 +10,7 @@ import pytest
 import torch
 from PIL import Image
 
+from romae.data import catalog
 from romae.data import tiny_imagenet as ti
 from romae.experiments import tiny_imagenet as E
 from romae.images import GridDataset, from_images, rand_augment
@@ -102,9 +103,9 @@ def test_missing_archive_names_the_url_and_switch(tmp_path):
     with pytest.raises(FileNotFoundError, match="not found"):
         ti.find(tmp_path, tmp_path / "nowhere.zip")
     ok, message = E.find(E.config("smoke"), tmp_path)
-    assert not ok and "download=True" in message
-    res = E.run("smoke", data_root=tmp_path)
-    assert res["found"] is False and res["table"] is None
+    assert not ok and "download=True" in message and "make data NAMES=tiny_imagenet" in message
+    with pytest.raises(FileNotFoundError, match="make data NAMES=tiny_imagenet"):
+        E.run("smoke", data_root=tmp_path)
 
 
 def test_auto_prefers_the_official_archive(tmp_path):
@@ -126,7 +127,7 @@ def test_official_archive_is_checked_by_md5(tmp_path, archive):
         ti.load("train", root=tmp_path, source="official")
 
 
-@pytest.mark.skipif(not os.environ.get("ROMAE_DATA"), reason="needs the shared data (ROMAE_DATA)")
+@pytest.mark.skipif(bool(catalog.unavailable("tiny_imagenet-subset")), reason=catalog.unavailable("tiny_imagenet-subset"))
 def test_shared_subset():
     v = ti.load("val", progress=False)
     assert v["images"].shape == (10000, 3, 32, 32) and len(v["classes"]) == 200

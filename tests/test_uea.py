@@ -20,12 +20,11 @@ CLASSES = ["Standing", "Running", "Walking", "Badminton"]
 @pytest.fixture
 def real_root() -> Path:
     """$ROMAE_DATA holding uea/BasicMotions (read-only: never written to)."""
-    root = os.environ.get("ROMAE_DATA")
-    if not root:
-        pytest.skip("ROMAE_DATA is not set")
-    if not (Path(root) / "uea" / "BasicMotions").is_dir():
-        pytest.skip(f"{root}/uea/BasicMotions is absent")
-    return Path(root)
+    from romae.data import catalog
+
+    if why := catalog.unavailable("uea:BasicMotions"):
+        pytest.skip(why)
+    return files.data_root()
 
 
 def write(path: Path, text: str) -> Path:
@@ -237,12 +236,11 @@ def test_missing_dataset(tmp_path):
     assert "download=True" in msg
 
 
-def test_no_data_root(monkeypatch):
+def test_without_romae_data_the_clones_data_folder_is_used(monkeypatch, tmp_path):
     monkeypatch.delenv("ROMAE_DATA", raising=False)
-    with pytest.raises(FileNotFoundError, match="root=.*ROMAE_DATA"):
-        uea.load("BasicMotions")
-    with pytest.raises(FileNotFoundError, match="ROMAE_DATA"):
-        files.data_root()
+    assert files.data_root() == files.DEFAULT_ROOT
+    with pytest.raises(FileNotFoundError, match=f"{files.DEFAULT_ROOT}/uea/NoSuchSet.*make data NAMES=uea:NoSuchSet"):
+        uea.load("NoSuchSet")
     monkeypatch.setenv("ROMAE_DATA", "/some/where")
     assert files.data_root() == Path("/some/where") and files.data_root("x") == Path("x")
 

@@ -28,6 +28,25 @@ KNOWN_SHA256 = {
     "class_labels_indices.csv": "156bdda27a7ef1797c977834c24d3e93e1df6d7e5c21b53ca52d56ea1cb05ac9",
 }
 EXTENSIONS = (".wav", ".flac", ".ogg", ".mp3")
+META_URL = "http://storage.googleapis.com/us_audioset/youtube_corpus/v1/csv/{name}"  # the segment lists' home
+
+
+def meta_present(root=None) -> bool:
+    meta = files.data_root(root) / "audioset_meta"
+    return all((meta / name).is_file() for name in KNOWN_SHA256)
+
+
+def download_meta(root=None, progress: bool = True) -> list[Path]:
+    """Fetch the balanced training segment list and the label index into <root>/audioset_meta/ (2 MB),
+    each checked against its known SHA-256. (The audio itself is not downloadable from here: see `HF`.)"""
+    meta = files.data_root(root) / "audioset_meta"
+    out = []
+    for name, digest in KNOWN_SHA256.items():
+        if not (meta / name).is_file():
+            files.download_url(META_URL.format(name=name), meta / name, sha256=digest, progress=progress)
+        files.check_sha256(meta / name, digest)
+        out.append(meta / name)
+    return out
 
 
 def segments(root=None) -> tuple[list[dict], list[str]]:
@@ -36,7 +55,8 @@ def segments(root=None) -> tuple[list[dict], list[str]]:
     seg, idx = meta / "balanced_train_segments.csv", meta / "class_labels_indices.csv"
     for f in (seg, idx):
         if not f.is_file():
-            raise files.missing_file_error(f, HOME, "download the segment lists from the AudioSet site")
+            raise files.missing_file_error(f, HOME, "download the segment lists from the AudioSet site",
+                                           names="audioset-meta")
         files.check_sha256(f, KNOWN_SHA256[f.name])
     rows = []
     for line in seg.read_text().splitlines():
@@ -91,4 +111,4 @@ def load(clips: str | Path, root=None, sample_rate: int = 16000, seconds: float 
     return dict(out, **({"waves": waves} if features is None else {"features": feats}))
 
 
-__all__ = ["load", "segments"]
+__all__ = ["load", "segments", "download_meta", "meta_present"]

@@ -67,6 +67,9 @@ CLASSES = ("AGN", "CART", "Cepheid", "Delta Scuti", "Dwarf Novae", "EB", "ILOT",
            "RR Lyrae", "SLSN", "91bg", "Ia", "Iax", "Ib/c", "II", "SN-like/Other", "TDE", "uLens")
 
 SAMPLE = "snana_fits_sample"
+# the sample's public home: LSSTDESC/plasticc_alerts at the commit the shared data folder's MANIFEST names
+SAMPLE_URL = ("https://raw.githubusercontent.com/LSSTDESC/plasticc_alerts/361984cde5ceb4e747a780fbe4f936fb72e600a8/"
+              "hostSims/MLAG_HOSTLIB_ALLCLASS_NONIaMODEL0/{name}")
 KNOWN_SHA256 = {  # the shared data folder's sample (its MANIFEST)
     f"{SAMPLE}/MLAG_HOSTLIB_ALLCLASS_NONIaMODEL0-0010_HEAD.FITS.gz":
         "55a2f4c528bead5d0600ad6018835e241ee65cd2c60f70c6ed32a89c57fd241b",
@@ -178,13 +181,10 @@ def find(root=None) -> list[Path]:
 
 
 def missing_message(root=None) -> str:
-    try:
-        where = files.data_root(root) / "elasticc"
-    except FileNotFoundError:
-        where = f"<${files.ENV_VAR}>/elasticc"
-    return (f"no ELAsTiCC light curves under {where}. Get the training sample (tens of GB) from {URL} "
-            f"(romae.data.elasticc.download(root) does it) and extract it there, or copy any SNANA "
-            f"*_HEAD.FITS.gz / *_PHOT.FITS.gz pairs into that folder")
+    where = files.data_root(root) / "elasticc"
+    return (f"no ELAsTiCC light curves under {where}. Get the training sample (tens of GB) from {URL}: "
+            f"`{files.fetch_command('elasticc')}` (or romae.data.elasticc.download(root)) downloads and extracts "
+            f"it there; or copy any SNANA *_HEAD.FITS.gz / *_PHOT.FITS.gz pairs into that folder")
 
 
 def verify(head: Path, root=None) -> None:
@@ -210,7 +210,7 @@ def convert(root=None, out: str | Path | None = None, progress: bool = True, lim
 
     heads = find(root)[:limit]
     if not heads:
-        raise FileNotFoundError(missing_message(root))
+        raise files.DataMissing(missing_message(root), ("elasticc",))
     base = files.data_root(root) / "elasticc"
     rel = [h.relative_to(base).as_posix() for h in heads]
     out = Path(out) if out is not None else CACHE / "stores" / f"elasticc-{config_hash(rel)}"
@@ -273,19 +273,63 @@ def fold(parts: pd.DataFrame, k: int = 0) -> dict[str, list]:
     return {key: parts.object_id[parts.partition == p].tolist() for key, p in names.items()}
 
 
-def download(root=None) -> Path:
-    """Fetch the official training tarball into <root>/elasticc and extract it (needs internet and tens
-    of GB). PHOT/HEAD files are then found by `find`. The tarball's SHA-256 is recorded (trust on first use)."""
+FULL = "FULL_ELASTICC_TRAIN"
+_COMPLETE = ".extracted"  # written in FULL once the tarball is unpacked whole
+
+
+def present(root=None) -> bool:
+    """Whether the ELAsTiCC training sample is extracted under <root>/elasticc (its ELASTICC_TRAIN_<model>
+    folders; not the 200-object SNANA sample, which is one class)."""
     base = files.data_root(root) / "elasticc"
-    tar = base / Path(URL).name
+    if (base / FULL / _COMPLETE).is_file():
+        return True
+    if (base / Path(URL).name).is_file():  # a tarball here: the extraction did not finish
+        return False
+    return base.is_dir() and any(p.is_dir() and p.name.startswith("ELASTICC_TRAIN_") and any(p.glob("*_HEAD.FITS*"))
+                                 for p in base.rglob("ELASTICC_TRAIN_*"))
+
+
+def download(root=None, progress: bool = True) -> Path:
+    """Fetch the official training tarball into <root>/elasticc and extract it (needs internet and tens
+    of GB). HEAD/PHOT files are then found by `find`. The tarball has no published checksum: its SHA-256
+    is recorded (trust on first use). A download cut short resumes; the tarball is removed once extracted."""
+    base = files.data_root(root) / "elasticc"
+    tar, out = base / Path(URL).name, base / FULL
+    if present(root) and not tar.is_file():
+        return out
     if not tar.is_file():
-        files.download_url(URL, tar)
+        files.download_url(URL, tar, progress=progress)
         files.add_sums(base, [tar.name])
     files.verify_folder(base, [tar.name])
-    with tarfile.open(tar) as t:
-        t.extractall(base / "FULL_ELASTICC_TRAIN", filter="data")
-    return base / "FULL_ELASTICC_TRAIN"
+    try:
+        with tarfile.open(tar) as t:
+            t.extractall(out, filter="data")
+    except (tarfile.TarError, EOFError) as e:
+        tar.unlink(missing_ok=True)
+        raise ValueError(f"{tar} does not unpack ({e}); removed it: try again") from None
+    (out / _COMPLETE).write_text(f"extracted from {URL}\n")
+    tar.unlink()
+    return out
 
 
-__all__ = ["BANDS", "CLASSES", "TAXONOMY", "alert_mask", "convert", "download", "find", "fold", "partitions",
-           "read_partitions", "read_snana"]
+def sample_present(root=None) -> bool:
+    base = files.data_root(root) / "elasticc"
+    return all((base / rel).is_file() for rel in KNOWN_SHA256)
+
+
+def download_sample(root=None, progress: bool = True) -> list[Path]:
+    """Fetch the 200-object SNANA sample (ELAsTiCC's FITS format, one class; 3.8 MB) into
+    <root>/elasticc/snana_fits_sample/, each file checked against its known SHA-256."""
+    base = files.data_root(root) / "elasticc"
+    out = []
+    for rel, digest in KNOWN_SHA256.items():
+        path = base / rel
+        if not path.is_file():
+            files.download_url(SAMPLE_URL.format(name=Path(rel).name), path, sha256=digest, progress=progress)
+        files.check_sha256(path, digest)
+        out.append(path)
+    return out
+
+
+__all__ = ["BANDS", "CLASSES", "TAXONOMY", "alert_mask", "convert", "download", "download_sample", "find", "fold",
+           "partitions", "present", "read_partitions", "read_snana", "sample_present"]

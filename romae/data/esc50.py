@@ -40,19 +40,35 @@ def _official(base: Path) -> Path | None:
     return d if (d / "meta" / "esc50.csv").is_file() and (d / "audio").is_dir() else None
 
 
-def download(root=None) -> Path:
-    """Fetch and unpack the official repository archive into <root>/esc50/ESC-50-master/."""
+def download(root=None, progress: bool = True) -> Path:
+    """Fetch and unpack the official repository archive into <root>/esc50/ESC-50-master/ (~600 MB).
+
+    A download cut short resumes on the next call; a zip that does not unpack is removed with an error."""
     base = folder(root)
     if (d := _official(base)) is not None:
         return d
-    zip_path = files.download_url(URL, base / "ESC-50-master.zip")
-    files.add_sums(base, [zip_path.name])  # no published checksum: trusted on first use
-    with zipfile.ZipFile(zip_path) as z:
-        z.extractall(base)
-    zip_path.unlink()
+    zip_path = base / "ESC-50-master.zip"
+    if not zip_path.is_file():
+        files.download_url(URL, zip_path, progress=progress)
+    try:
+        with zipfile.ZipFile(zip_path) as z:
+            z.extractall(base)
+    except (zipfile.BadZipFile, EOFError, OSError) as e:
+        zip_path.unlink(missing_ok=True)
+        raise ValueError(f"{zip_path} (from {URL}) does not unpack ({e}); removed it: try again") from None
     if (d := _official(base)) is None:
         raise ValueError(f"{URL} did not unpack into {base / OFFICIAL_DIR} with meta/esc50.csv and audio/")
+    files.add_sums(base, [zip_path.name])  # no published checksum: recorded (trust on first use)
+    zip_path.unlink()
     return d
+
+
+def present(root=None, source: str = "official") -> bool:
+    """Whether the official set (`source="official"`) or the shared subset ("subset") is under <root>/esc50."""
+    base = folder(root)
+    if source == "official":
+        return _official(base) is not None
+    return (base / "esc50.csv").is_file() and any((base / "audio_16k").glob("*.flac"))
 
 
 def _read(path: Path, rate: int) -> np.ndarray:
@@ -86,7 +102,7 @@ def load(root=None, source: str = "auto", download: bool = False, sample_rate: i
     if source == "official" or (source == "auto" and official is not None):
         if official is None:
             raise files.missing_file_error(base / OFFICIAL_DIR / "meta" / "esc50.csv", URL,
-                                           "pass download=True (needs internet, ~600 MB)")
+                                           "pass download=True (needs internet, ~600 MB)", names="esc50")
         meta = full = pd.read_csv(official / "meta" / "esc50.csv")
         paths = [official / "audio" / f for f in meta.filename]
         kind, where = "official", official
@@ -99,13 +115,13 @@ def load(root=None, source: str = "auto", download: bool = False, sample_rate: i
         csv = base / "esc50.csv"
         if not csv.is_file():
             raise files.missing_file_error(csv, URL, f"pass download=True for the official set (needs internet), "
-                                                     f"or put the shared subset in {base}")
+                                                     f"or put the shared subset in {base}", names="esc50")
         files.check_sha256(csv, KNOWN_SHA256["esc50.csv"])
         meta = full = pd.read_csv(csv)
         paths = [base / "audio_16k" / f.replace(".wav", ".flac") for f in meta.filename]
         present = np.array([p.is_file() for p in paths])
         if not present.any():
-            raise files.missing_file_error(base / "audio_16k", URL, "pass download=True (needs internet)")
+            raise files.missing_file_error(base / "audio_16k", URL, "pass download=True (needs internet)", names="esc50")
         meta, paths = meta[present].reset_index(drop=True), [p for p, ok in zip(paths, present) if ok]
         files.verify_folder(base, [str(p.relative_to(base)) for p in paths])
         kind, where = "subset", base
@@ -122,4 +138,4 @@ def load(root=None, source: str = "auto", download: bool = False, sample_rate: i
                 classes=classes, meta=meta, source=kind, path=str(where), sample_rate=sample_rate)
 
 
-__all__ = ["load", "download", "URL", "SAMPLE_RATE"]
+__all__ = ["load", "download", "present", "URL", "SAMPLE_RATE"]

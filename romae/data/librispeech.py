@@ -29,17 +29,35 @@ def folder(root=None) -> Path:
     return files.data_root(root) / "librispeech"
 
 
-def download(split: str, root=None) -> Path:
-    """Fetch and unpack one split into <root>/librispeech/LibriSpeech/<split>/."""
+# OpenSLR's published MD5 of the splits used here (https://www.openslr.org/12); others: recorded on first use
+KNOWN_MD5 = {"dev-clean": "42e2234ba48799c1f50f24a7926300a1", "test-clean": "32fa31d27d2e1cad72775fee3f4849a9",
+             "train-clean-100": "2a93770f6d5c6c964bc36631d331a522"}
+
+
+def download(split: str, root=None, progress: bool = True) -> Path:
+    """Fetch and unpack one split into <root>/librispeech/LibriSpeech/<split>/ (train-clean-100: 6.3 GB). A
+    download cut short resumes on the next call; an archive that does not unpack is removed."""
     if split not in SPLITS:
         raise ValueError(f"unknown LibriSpeech split {split!r}; choose one of {SPLITS}")
     base = folder(root)
-    archive = files.download_url(URL.format(split=split), base / f"{split}.tar.gz")
-    files.add_sums(base, [archive.name])  # no published SHA-256: trusted on first use
-    with tarfile.open(archive) as t:
-        t.extractall(base, filter="data")
+    archive = base / f"{split}.tar.gz"
+    if not archive.is_file():
+        files.download_url(URL.format(split=split), archive, md5=KNOWN_MD5.get(split), progress=progress)
+    try:
+        with tarfile.open(archive) as t:
+            t.extractall(base, filter="data")
+    except (tarfile.TarError, EOFError, OSError) as e:
+        archive.unlink(missing_ok=True)
+        raise ValueError(f"{archive} does not unpack ({e}); removed it: try again") from None
+    if split not in KNOWN_MD5:
+        files.add_sums(base, [archive.name])  # no published checksum: recorded (trust on first use)
     archive.unlink()
     return base / "LibriSpeech" / split
+
+
+def present(split: str = "train-clean-100", root=None) -> bool:
+    d = folder(root) / "LibriSpeech" / split
+    return d.is_dir() and any(d.glob("*/*/*.flac"))
 
 
 def utterances(split: str = "test-clean", root=None, download: bool = False) -> list[Path]:
@@ -52,7 +70,8 @@ def utterances(split: str = "test-clean", root=None, download: bool = False) -> 
         globals()["download"](split, root)
         found = sorted(d.glob("*/*/*.flac"))
     if not found:
-        raise files.missing_file_error(d, URL.format(split=split), "pass download=True (needs internet)")
+        raise files.missing_file_error(d, URL.format(split=split), "pass download=True (needs internet)",
+                                       names=f"librispeech:{split}")
     return found
 
 
@@ -88,4 +107,4 @@ def split_utterances(ids, train: float = 0.7, seed: int = 0) -> tuple[np.ndarray
     return np.sort(perm[:k]), np.sort(perm[k:])
 
 
-__all__ = ["load", "utterances", "download", "split_utterances", "SPLITS", "URL"]
+__all__ = ["load", "utterances", "download", "present", "split_utterances", "SPLITS", "URL"]

@@ -21,9 +21,9 @@ on the training split only.
 Files: `<root>/physionet2012/{set-a.tar.gz, set-b.tar.gz}` (root = `$ROMAE_DATA`), verified against
 `KNOWN_SHA256` (the shared data folder's byte-reproducible copies, see its MANIFEST) or the folder's
 `SHA256SUMS`. `download=True` fetches missing files from PhysioNet
-(https://physionet.org/content/challenge-2012/1.0.0/), which publishes no checksums and packs its
-archives differently: a downloaded file's SHA-256 is written to SHA256SUMS (trust on first use) and
-every later load checks it. Parsing all 8,000 records
+(https://physionet.org/content/challenge-2012/1.0.0/), checked against PhysioNet's own SHA256SUMS.txt
+(recorded on first use if that list cannot be read); its archives are packed differently from the
+shared copies, so a downloaded file's SHA-256 is written to SHA256SUMS and every later load checks it. Parsing all 8,000 records
 takes ~10 s; the result is cached on disk (`romae.cache`) keyed by the files' checksums and the
 parameters.
 """
@@ -41,6 +41,7 @@ from . import files
 
 URL = "https://physionet.org/files/challenge-2012/1.0.0/{name}"  # mTAN appends ?download for the tarballs
 HOME = "https://physionet.org/content/challenge-2012/1.0.0/"
+SUMS_URL = "https://physionet.org/files/challenge-2012/1.0.0/SHA256SUMS.txt"  # PhysioNet's own checksum list
 SETS = ("a", "b")  # the interpolation benchmark's sets (mTAN, HeTVAE, RoMAE)
 KNOWN_SETS = ("a", "b", "c")  # set-c (the challenge's hidden test set) is readable too, checked by SHA256SUMS
 QUANTIZATION = 0.016  # hours; mTAN's --quantization for interpolation (its default is 0.1)
@@ -65,7 +66,7 @@ def folder(root: str | Path | None = None) -> Path:
     return files.data_root(root) / "physionet2012"
 
 
-def archive(set_name: str, root: str | Path | None = None, download: bool = False) -> Path:
+def archive(set_name: str, root: str | Path | None = None, download: bool = False, progress: bool = True) -> Path:
     """Path of `set-<a|b>.tar.gz`, verified (and downloaded first if missing and `download`)."""
     if set_name not in KNOWN_SETS:
         raise ValueError(f"unknown PhysioNet 2012 set {set_name!r}; the challenge has {KNOWN_SETS} and the "
@@ -76,13 +77,27 @@ def archive(set_name: str, root: str | Path | None = None, download: bool = Fals
         if not download:
             raise files.missing_file_error(
                 path, HOME, "call with download=True (with internet), or download it from that page into "
-                f"{path.parent} (set {files.ENV_VAR} to the data root)")
-        # PhysioNet publishes no checksum, and its archives are packed differently from the shared data
-        # folder's byte-reproducible copies (same records): trust on first use, recorded in SHA256SUMS
-        files.download_url(URL.format(name=name) + "?download", path)
-        files.add_sums(path.parent, [path.name])
+                f"{path.parent} (set {files.ENV_VAR} to the data root)", names="physionet2012")
+        fetch(name, path, progress)
     _verify(path)
     return path
+
+
+def fetch(name: str, path: Path, progress: bool = True) -> str:
+    """Download one file of the challenge to `path`, checked against PhysioNet's SHA256SUMS.txt when that
+    list can be read (else its checksum is recorded on first use); -> how it was verified. The archives
+    are packed differently from the shared data folder's byte-reproducible copies (same records), so
+    either checksum is accepted later (`_verify`)."""
+    expected = files.published_sums(SUMS_URL).get(name)
+    files.download_url(URL.format(name=name) + "?download", path, sha256=expected, progress=progress)
+    files.add_sums(path.parent, [path.name])
+    return f"SHA-256 checked against {SUMS_URL}" if expected else \
+        f"SHA-256 recorded in {path.parent / 'SHA256SUMS'} (trust on first use: {SUMS_URL} could not be read)"
+
+
+def present(root: str | Path | None = None, sets: tuple[str, ...] = SETS) -> bool:
+    """Whether the archives of `sets` are under <root>/physionet2012/."""
+    return all((folder(root) / f"set-{s}.tar.gz").is_file() for s in sets)
 
 
 def _verify(path: Path) -> None:

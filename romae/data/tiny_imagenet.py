@@ -68,11 +68,12 @@ def verify(path: str | Path) -> str:
     return digest
 
 
-def download(root: str | Path | None = None) -> Path:
-    """Fetch the official archive into <root>/tiny_imagenet/ (248 MB), check its MD5, return its path."""
+def download(root: str | Path | None = None, progress: bool = True) -> Path:
+    """Fetch the official archive into <root>/tiny_imagenet/ (248 MB), check its MD5, return its path. A
+    download cut short resumes on the next call; a corrupt one is removed."""
     dest = folder(root) / OFFICIAL
     if not dest.is_file():
-        files.download_url(URL, dest)
+        files.download_url(URL, dest, md5=OFFICIAL_MD5, progress=progress)
     verify(dest)
     return dest
 
@@ -95,7 +96,7 @@ def find(root: str | Path | None = None, source: str | Path = "auto", download_m
     raise files.missing_file_error(
         subset if source == "subset" else official, URL,
         f"pass download=True for the official archive (needs internet, 248 MB), or put {OFFICIAL} or {SUBSET} "
-        f"in {base}")
+        f"in {base}", names="tiny_imagenet")
 
 
 def _members(zf: zipfile.ZipFile) -> tuple[str, dict[str, str]]:

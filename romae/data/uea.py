@@ -4,7 +4,7 @@ The paper's irregular-classification experiments (Table 6) use five multivariate
 `TABLE6`. Each is a pair of files `<root>/uea/<name>/<name>_TRAIN.ts` and `<name>_TEST.ts`, where
 `<root>` is `root=` or $ROMAE_DATA (`files.data_root`).
 
-The `.ts` format (sktime/aeon): `#` lines are comments; header lines start with `@` (tags are
+The `.ts` format (sktime/aeon): `#` lines are comments (and, in the header, `%` lines, as some files have); header lines start with `@` (tags are
 case-insensitive) - `@problemName`, `@timeStamps`, `@missing`, `@univariate`, `@dimensions`,
 `@equalLength`, `@seriesLength`, `@classLabel true A B C` / `@classLabel false`, `@targetLabel` - and
 `@data` ends the header. Each later line is one case: dimensions separated by `:`, values within a
@@ -135,7 +135,7 @@ def read_ts(path: str | Path) -> TSData:
     class_names: list[str] | None = None
     for lineno, raw in enumerate(lines, 1):
         line = raw.strip()
-        if not line or line.startswith("#"):
+        if not line or line.startswith(("#", "%")):  # '%': ARFF-style comments, found in some archive files
             continue
         if not line.startswith("@"):
             raise fail(f"expected a header line (@...) or @data, got {line[:60]!r}")
@@ -250,24 +250,49 @@ def _find_member(zf: zipfile.ZipFile, base: str) -> str:
     raise ValueError(f"{zf.filename} holds no {base}; members: {', '.join(members[:20])}")
 
 
-def _download(name: str, uea: Path) -> None:
-    """Fetch <name>.zip, unpack the two .ts files into <uea>/<name>/, write SHA256SUMS, drop the zip."""
+def _download(name: str, uea: Path, progress: bool = True) -> list[Path]:
+    """Fetch <name>.zip, unpack the two .ts files into <uea>/<name>/, write SHA256SUMS, drop the zip.
+
+    A zip left by an interrupted run is reused (a partial download resumes); one that is not a zip or
+    lacks the files is removed with an error, so the next call downloads it afresh."""
     url = URL.format(name=name)
-    zip_path = files.download_url(url, uea / f"{name}.zip")
+    zip_path = uea / f"{name}.zip"
+    if not zip_path.is_file():
+        files.download_url(url, zip_path, progress=progress)
     folder = uea / name
     folder.mkdir(parents=True, exist_ok=True)
     try:
-        zf = zipfile.ZipFile(zip_path)
-    except zipfile.BadZipFile:
-        raise ValueError(f"{zip_path} (from {url}) is not a zip file; delete it and retry") from None
-    with zf:
-        for base in _split_files(name):
-            tmp = folder / f".{base}.part"
-            with zf.open(_find_member(zf, base)) as src, open(tmp, "wb") as dst:
-                shutil.copyfileobj(src, dst)
-            os.replace(tmp, folder / base)  # atomic, as in files.download_url
-    files.add_sums(folder, _split_files(name))
+        with zipfile.ZipFile(zip_path) as zf:
+            members = {base: _find_member(zf, base) for base in _split_files(name)}
+            for base, member in members.items():
+                tmp = folder / f".{base}.part"
+                with zf.open(member) as src, open(tmp, "wb") as dst:
+                    shutil.copyfileobj(src, dst)
+                os.replace(tmp, folder / base)  # atomic, as in files.download_url
+    except (zipfile.BadZipFile, ValueError, EOFError) as e:
+        zip_path.unlink(missing_ok=True)
+        raise ValueError(f"{zip_path} (from {url}) is not a usable zip of {name} ({e}); removed it: try again "
+                         "(the archive may also not have this data set)") from None
+    files.add_sums(folder, _split_files(name))  # the archive publishes no checksums: trust on first use
     zip_path.unlink()
+    return [folder / b for b in _split_files(name)]
+
+
+def present(name: str, root: str | Path | None = None) -> bool:
+    """Whether both .ts files of `name` are under <root>/uea/<name>/."""
+    _check_name(name)
+    folder = files.data_root(root) / "uea" / name
+    return all((folder / b).is_file() for b in _split_files(name))
+
+
+def download(name: str, root: str | Path | None = None, progress: bool = True) -> list[Path]:
+    """Fetch data set `name` into <root>/uea/<name>/ unless it is there; verify; return its two files."""
+    _check_name(name)
+    uea = files.data_root(root) / "uea"
+    if not present(name, root):
+        _download(name, uea, progress)
+    _verify(name, uea)
+    return [uea / name / b for b in _split_files(name)]
 
 
 def _verify(name: str, uea: Path) -> None:
@@ -280,20 +305,45 @@ def _verify(name: str, uea: Path) -> None:
     files.verify_folder(uea / name, _split_files(name))
 
 
-def load(name: str, root: str | Path | None = None, download: bool = False) -> dict:
-    """Load UEA data set `name` from <root>/uea/<name>/: {"name", "train", "test", "classes"}.
+def _locate(name: str, root) -> tuple[str, Path]:
+    """(data set name, the folder that holds <name>/) for `load`.
 
-    `classes` is the train file's @classLabel order ([] for regression). With `download=True`,
-    missing files are fetched from the archive (see the module docstring for the checksum policy).
-    """
+    `name` is a data set name looked up under `root` (or $ROMAE_DATA, or <repo>/data), where `root` may be
+    a data root holding uea/<name>/, the uea/ folder itself, or <name>'s own folder; or `name` is a path
+    to a data set's folder (any folder holding <Name>_TRAIN.ts and <Name>_TEST.ts)."""
+    path = Path(name).expanduser()
+    has_files = lambda folder: all((folder / b).is_file() for b in _split_files(folder.name))  # noqa: E731
+    if root is None and ("/" in name or os.sep in name or (path.is_dir() and has_files(path))):
+        if not path.is_dir():
+            raise files.DataMissing(f"no UEA data set folder at {path} (a folder <Name>/ holding <Name>_TRAIN.ts "
+                                    f"and <Name>_TEST.ts)")
+        _check_name(path.resolve().name)
+        return path.resolve().name, path.resolve().parent
     _check_name(name)
-    uea = files.data_root(root) / "uea"
+    base = files.data_root(root)
+    candidates = [base / "uea", base] + ([base.parent] if base.name == name else [])
+    for uea in candidates:
+        if has_files(uea / name):
+            return name, uea
+    return name, base / "uea"  # where it belongs (and where download=True puts it)
+
+
+def load(name: str, root: str | Path | None = None, download: bool = False) -> dict:
+    """Load UEA data set `name` -> {"name", "train", "test", "classes"}.
+
+    Where: `root` (or $ROMAE_DATA, or <repo>/data) is a data root holding uea/<name>/, or the uea/ folder
+    itself, or <name>'s own folder; `name` may also be a path to the data set's folder (any folder with
+    <Name>_TRAIN.ts and <Name>_TEST.ts). `classes` is the train file's @classLabel order ([] for
+    regression). With `download=True`, missing files are fetched from the archive (see the module
+    docstring for the checksum policy).
+    """
+    name, uea = _locate(str(name), root)
     paths = {split: uea / name / base for split, base in zip(("train", "test"), _split_files(name))}
     missing = [p for p in paths.values() if not p.is_file()]
     if missing:
         if not download:
             raise files.missing_file_error(missing[0], URL.format(name=name),
-                                           "pass download=True (needs internet)")
+                                           "pass download=True (needs internet)", names=f"uea:{name}")
         _download(name, uea)
     _verify(name, uea)
     train, test = read_ts(paths["train"]), read_ts(paths["test"])
@@ -302,7 +352,7 @@ def load(name: str, root: str | Path | None = None, download: bool = False) -> d
         unknown = sorted(set(test.labels.tolist()) - set(classes))
         if unknown:
             raise ValueError(f"{paths['test']}: labels {unknown} are not classes of the train file")
-    return {"name": name, "train": train, "test": test, "classes": classes}
+    return {"name": name, "train": train, "test": test, "classes": classes, "folder": str(uea / name)}
 
 
 def available(root: str | Path | None = None) -> list[str]:
