@@ -2,6 +2,16 @@
 
     python -m romae.reproduce --profile quick                 # every notebooks/NN_*.ipynb, in order
     python -m romae.reproduce --profile smoke --only 00,03    # only the notebooks numbered 00 and 03
+    python -m romae.reproduce --only 12 --param datasets=JapaneseVowels,Epilepsy   # any notebook parameter
+    python -m romae.reproduce --download                      # fetch the data the notebooks need first
+
+A notebook that needs data (its metadata names its experiment module, whose `data_needs(profile,
+**parameters)` says what) is checked before a kernel starts: if its data is not under the data root it is
+**skipped** (its own status, with the command that fetches the data) and nothing of it is published.
+A `romae.data.files.DataMissing` raised while it runs is also a skip. `--param name=value` sets a
+parameter of every selected notebook that declares it, converted to the declared type (a `list` takes
+comma-separated names); a run with parameters other than the profile is a variant: it publishes into
+<reports>/variants/<notebook>--<profile>--<name=value...>/, never over the notebook's default run.
 
 Reports are precious, so a run never damages what is there:
 
@@ -17,8 +27,9 @@ Reports are precious, so a run never damages what is there:
   notebook that has a successful `paper` run publishes to <reports>/quick/ instead.
 
 Each run appends a row to <reports>/runs.csv (notebook, profile, device, seconds, commit — with
-"+dirty" when romae/ or notebooks/ had uncommitted changes —, status ok | failed | interrupted, error).
-A failing notebook does not stop the others; the exit code is non-zero if any failed. Then:
+"+dirty" when romae/ or notebooks/ had uncommitted changes —, status ok | failed | interrupted | skipped,
+error, params, note: what data it lacked and how to fetch it). A failing notebook does not stop the
+others; the exit code is non-zero if any failed (a skipped one is not a failure). Then:
 
     <reports>/summary.csv, SUMMARY.md   romae.report.build_summary + a "Runs" section (latest per
                                         notebook and profile)
@@ -31,8 +42,12 @@ A failing notebook does not stop the others; the exit code is non-zero if any fa
 from __future__ import annotations
 
 import argparse
+import ast
 import csv
 import html
+import importlib
+import json
+import re
 import os
 import shutil
 import signal
@@ -46,11 +61,12 @@ import nbformat
 import pandas as pd
 
 from . import report
-from .config import PROFILES, check_profile
+from .config import PROFILES, as_list, check_profile
+from .data import catalog, files
 
 ROOT = report.ROOT
 NOTEBOOKS = ROOT / "notebooks"
-RUN_COLUMNS = ["notebook", "profile", "device", "seconds", "commit", "status", "error"]
+RUN_COLUMNS = ["notebook", "profile", "device", "seconds", "commit", "status", "error", "params", "note"]
 # MathJax 2.7 as shipped by jupyter-server-mathjax: the combined TeX + HTML-CSS configuration and the
 # files it loads on demand (STIX web fonts; no SVG output, no translations) -- about 2.5 MB.
 MATHJAX_PARTS = ("MathJax.js", "LICENSE", "config/TeX-AMS-MML_HTMLorMML-full.js", "config/Safe.js",
@@ -79,6 +95,84 @@ def select_notebooks(folder: Path, only: str | None = None) -> list[Path]:
         raise ValueError(f"--only {only}: no notebook numbered {', '.join(sorted(unknown))} in {folder} "
                          f"(have: {', '.join(p.name[:2] for p in found) or 'none'})")
     return [p for p in found if p.name[:2] in wanted]
+
+
+# ---------------------------------------------------------------- parameters and data
+
+def notebook_parameters(path: Path) -> dict[str, tuple[str, object]]:
+    """{name: (declared type, default)} of the notebook's `parameters` cell (annotated assignments)."""
+    nb = json.loads(Path(path).read_text())
+    for cell in nb["cells"]:
+        if "parameters" in cell.get("metadata", {}).get("tags", []):
+            src = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+            out = {}
+            for node in ast.parse(src).body:
+                if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+                    out[node.target.id] = (ast.unparse(node.annotation), ast.literal_eval(node.value))
+            return out
+    return {}
+
+
+def convert(value: str, declared: str, name: str):
+    """A command-line value for a parameter of declared type `declared` (list, int, float, bool, str)."""
+    try:
+        if declared.startswith(("list", "tuple")):
+            return as_list(value, name)
+        if declared == "int":
+            return int(value)
+        if declared == "float":
+            return float(value)
+        if declared == "bool":
+            low = value.strip().lower()
+            if low not in ("1", "0", "true", "false", "yes", "no"):
+                raise ValueError(value)
+            return low in ("1", "true", "yes")
+    except ValueError:
+        raise ValueError(f"parameter {name}: {value!r} is not a valid {declared}") from None
+    return value
+
+
+def parse_params(pairs: list[str] | None) -> dict[str, str]:
+    """['name=value', ...] -> {name: value}; the value may hold '=' and commas."""
+    out = {}
+    for pair in pairs or []:
+        name, eq, value = pair.partition("=")
+        if not eq or not re.fullmatch(r"[A-Za-z_]\w*", name.strip()):
+            raise ValueError(f"--param {pair!r}: write name=value, e.g. --param datasets=JapaneseVowels,Epilepsy")
+        out[name.strip()] = value
+    return out
+
+
+def resolve_params(path: Path, profile: str, given: dict[str, str]) -> tuple[dict, dict]:
+    """(every parameter as the notebook will see it, the ones set from `given`) for one notebook."""
+    declared = notebook_parameters(path)
+    effective = {k: default for k, (_, default) in declared.items()}
+    overrides = {k: convert(v, declared[k][0], k) for k, v in given.items() if k in declared}
+    effective.update(overrides, profile=profile)
+    return effective, overrides
+
+
+def notebook_needs(path: Path, params: dict) -> list[catalog.Need]:
+    """The data a notebook needs with these parameters: its metadata's experiment module's `data_needs`."""
+    experiment = json.loads(Path(path).read_text()).get("metadata", {}).get("romae", {}).get("experiment")
+    if not experiment:
+        return []
+    module = importlib.import_module(f"romae.experiments.{experiment}")
+    return module.data_needs(**params)
+
+
+def data_root_of(params: dict) -> Path:
+    return files.data_root(params.get("data_root") or None)
+
+
+def show_params(overrides: dict) -> list[str]:
+    """['name=value', ...] sorted, a list as its comma-separated names (as typed on the command line)."""
+    return [f"{k}={','.join(map(str, v)) if isinstance(v, (list, tuple)) else v}" for k, v in sorted(overrides.items())]
+
+
+def variant_slug(stem: str, profile: str, overrides: dict) -> str:
+    """A folder name for a run with non-default parameters: <notebook>--<profile>--name=value..."""
+    return re.sub(r"[^A-Za-z0-9_.,=+-]", "_", "--".join([stem, profile, *show_params(overrides)]))[:150]
 
 
 def git_commit() -> str:
@@ -126,26 +220,34 @@ def _first_line(error: BaseException) -> str:
 def all_runs(reports: Path) -> pd.DataFrame:
     """Every row of runs.csv, in the order the runs ended."""
     path = reports / "runs.csv"
-    return pd.read_csv(path, dtype=str, keep_default_na=False) if path.exists() else pd.DataFrame(columns=RUN_COLUMNS)
+    runs = pd.read_csv(path, dtype=str, keep_default_na=False) if path.exists() else pd.DataFrame(columns=RUN_COLUMNS)
+    for col in RUN_COLUMNS:  # rows written before a column existed
+        if col not in runs:
+            runs[col] = ""
+    return runs
 
 
 def best_profile(reports: Path, notebook: str) -> str | None:
     """The best profile of any successful run of `notebook` (stem) published in `reports`, or None
     (any, not the latest: a later failed run left the published artefacts in place)."""
     runs = all_runs(reports)
-    ok = runs[(runs.notebook == notebook) & (runs.status == "ok")]
+    ok = runs[(runs.notebook == notebook) & (runs.status == "ok") & (runs.params == "")]
     return min(ok.profile, key=lambda p: report.PROFILE_RANK.get(p, 9)) if len(ok) else None
 
 
-def publish(stage: Path, reports: Path, notebook: str, profile: str) -> Path:
+def publish(stage: Path, reports: Path, notebook: str, profile: str, variant: str = "") -> Path:
     """Move a successful run's artefacts from `stage` into `reports` -> the folder they went to.
 
     Result rows always join <reports>/results.csv (they carry their profile). Files (executed copy,
     tables, figures) go to `reports`, unless it holds a successful run of this notebook in a better
-    profile: then to <reports>/<profile>/, so a lesser run never replaces a better artefact."""
+    profile: then to <reports>/<profile>/, so a lesser run never replaces a better artefact. A `variant`
+    (a run with non-default parameters) goes to <reports>/variants/<variant>/."""
     best = best_profile(reports, notebook)
     rank = report.PROFILE_RANK
-    dest = reports / profile if best is not None and rank[best] < rank[profile] else reports
+    if variant:
+        dest = reports / "variants" / variant
+    else:
+        dest = reports / profile if best is not None and rank[best] < rank[profile] else reports
     reports.mkdir(parents=True, exist_ok=True)
     if (stage / "results.csv").exists():
         report.upsert_results(pd.read_csv(stage / "results.csv"), reports / "results.csv")
@@ -167,9 +269,24 @@ def clean_stale_staging(reports: Path) -> None:
 
 
 def run_notebook(source: Path, profile: str, reports: Path, timeout: float | None = None,
-                 device: str = "") -> dict:
+                 device: str = "", params: dict | None = None) -> dict:
     """Execute one notebook with papermill in a staging folder and publish it on success; return its
-    runs.csv row. KeyboardInterrupt (Ctrl-C, SIGTERM) propagates after the staging folder is removed."""
+    runs.csv row. A notebook whose required data is missing is not run (status "skipped"). `params`:
+    parameter overrides (already converted). KeyboardInterrupt (Ctrl-C, SIGTERM) propagates after the
+    staging folder is removed."""
+    effective, overrides = resolve_params(source, profile, params or {})
+    shown = "; ".join(show_params(overrides))
+    row = dict(notebook=source.stem, profile=profile, device=device, seconds=0.0, commit=git_commit(), status="ok",
+               error="", params=shown, note="", where="")
+    needs = notebook_needs(source, effective)
+    root = effective.get("data_root") or None
+    lacking = catalog.missing(needs, root)
+    if lacking:  # nothing runs, nothing is published: the last good artefacts stay
+        return dict(row, status="skipped", note="; ".join(n.message(root) for n in lacking))
+    optional = catalog.missing(needs, root, optional=True)
+    if optional:
+        row["note"] = "ran without (optional) " + "; ".join(n.message(root).removeprefix("needs ") for n in optional)
+
     import papermill  # slow import: only when running
 
     stage = Path(tempfile.mkdtemp(prefix=f".staging-{source.stem}-{os.getpid()}-", dir=reports))
@@ -178,7 +295,7 @@ def run_notebook(source: Path, profile: str, reports: Path, timeout: float | Non
     start = time.perf_counter()
     status, error, where = "ok", "", ""
     try:
-        papermill.execute_notebook(str(source), str(out), parameters=dict(profile=profile,
+        papermill.execute_notebook(str(source), str(out), parameters=dict(overrides, profile=profile,
                                    reports_dir=str(stage)), kernel_name="python3", cwd=str(ROOT),
                                    execution_timeout=timeout, progress_bar=False)
     except KeyboardInterrupt:
@@ -186,26 +303,37 @@ def run_notebook(source: Path, profile: str, reports: Path, timeout: float | Non
         raise
     except Exception as e:  # a failing notebook is logged; the others still run
         status, error = "failed", _first_line(e)
+        if getattr(e, "ename", "") == "DataMissing":  # data the needs check did not foresee: a skip
+            status, error, row["note"] = "skipped", "", str(getattr(e, "evalue", e))
     seconds = time.perf_counter() - start
     try:
-        if out.exists():
+        if out.exists() and status != "skipped":
             strip_timestamps(out, reports / "executed" / source.name)
         if status == "ok":
-            where = publish(stage, reports, source.stem, profile)
-        elif out.exists():  # keep the executed copy with the error for inspection, apart from the good one
+            where = publish(stage, reports, source.stem, profile,
+                            variant_slug(source.stem, profile, overrides) if overrides else "")
+        elif status == "failed" and out.exists():  # the executed copy with the error, apart from the good one
             failed = reports / "failed" / profile / source.name
             failed.parent.mkdir(parents=True, exist_ok=True)
             os.replace(out, failed)
             where = failed.parent
     finally:
         shutil.rmtree(stage, ignore_errors=True)
-    return dict(notebook=source.stem, profile=profile, device=device, seconds=round(seconds, 1),
-                commit=git_commit(), status=status, error=error, where=str(where))
+    return dict(row, seconds=round(seconds, 1), status=status, error=error, where=str(where))
 
 
 def append_run(row: dict, reports: Path) -> None:
+    """Append a row to <reports>/runs.csv; a file written before a column existed is rewritten with it."""
     path = reports / "runs.csv"
     path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists():
+        with open(path, newline="") as f:
+            header = next(csv.reader(f), [])
+        if header != RUN_COLUMNS:  # an older layout: rewrite it under the new header, atomically
+            old = all_runs(reports)[RUN_COLUMNS]
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            old.to_csv(tmp, index=False)
+            os.replace(tmp, path)
     new = not path.exists()
     with open(path, "a", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=RUN_COLUMNS)
@@ -215,9 +343,9 @@ def append_run(row: dict, reports: Path) -> None:
 
 
 def latest_runs(reports: Path) -> pd.DataFrame:
-    """The last row of runs.csv for every (notebook, profile), sorted by notebook then profile."""
-    runs = all_runs(reports).drop_duplicates(["notebook", "profile"], keep="last")
-    return runs.sort_values(["notebook", "profile"], kind="stable").reset_index(drop=True)
+    """The last row of runs.csv for every (notebook, profile, params), sorted by notebook then profile."""
+    runs = all_runs(reports).drop_duplicates(["notebook", "profile", "params"], keep="last")
+    return runs.sort_values(["notebook", "profile", "params"], kind="stable").reset_index(drop=True)
 
 
 def add_runs_section(reports: Path) -> None:
@@ -225,7 +353,7 @@ def add_runs_section(reports: Path) -> None:
     runs = latest_runs(reports)
     if runs.empty:
         return
-    runs["status"] = runs.status.map(lambda s: f"**{s.upper()}**" if s != "ok" else s)
+    runs["status"] = runs.status.map(lambda s: f"**{s.upper()}**" if s not in ("ok", "skipped") else s)
     text = ("\n## Runs\n\nLatest run of each notebook per profile (`python -m romae.reproduce`; full log in "
             "`runs.csv`; executed notebooks in `executed/`, as HTML in `index.html`).\n\n")
     path = reports / "SUMMARY.md"
@@ -263,10 +391,15 @@ def render_notebooks(reports: Path, force: bool = False) -> list[Path]:
     vendor_mathjax(html_dir)
     exporter = HTMLExporter(template_name="lab", mathjax_url=MATHJAX_URL, embed_images=True)
     pages = []
-    for nb in sorted((reports / "executed").glob("*.ipynb")):
-        page = html_dir / f"{nb.stem}.html"
+    sources = [(nb, html_dir / f"{nb.stem}.html") for nb in sorted((reports / "executed").glob("*.ipynb"))]
+    sources += [(nb, html_dir / "variants" / f"{nb.parent.parent.name}.html")  # runs with other parameters
+                for nb in sorted((reports / "variants").glob("*/executed/*.ipynb"))]
+    for nb, page in sources:
         if force or not page.exists() or page.stat().st_mtime < nb.stat().st_mtime:
             body, _ = exporter.from_filename(str(nb))
+            if page.parent != html_dir:  # one folder down: MathJax is one level up
+                body = body.replace(MATHJAX_URL, "../" + MATHJAX_URL)
+            page.parent.mkdir(parents=True, exist_ok=True)
             page.write_text(body, encoding="utf-8")
         pages.append(page)
     return pages
@@ -292,6 +425,8 @@ def status_class(state: str) -> str:
     text = state.lower()
     if "no quantitative check" in text:  # a figure that exists proves nothing by itself
         return "neutral"
+    if text.startswith("skipped"):  # its data is missing here: not a failure, not a result
+        return "not-run"
     if any(w in text for w in ("worse", "does not hold", "differs", "failed", "interrupted")):
         return "bad"
     if any(w in text for w in ("matches", "better", "claim holds", "within tolerance", "figure made", "ok")):
@@ -302,7 +437,7 @@ def status_class(state: str) -> str:
 STYLE = """body{font-family:system-ui,sans-serif;max-width:80em;margin:2em auto;padding:0 1em}
 table{border-collapse:collapse;font-size:90%}td,th{border:1px solid #ccc;padding:.2em .5em}
 th{background:#eee}tr.good td{background:#e6f4e6}tr.mixed td{background:#f4f4dc}
-tr.bad td{background:#f8e0e0}tr.not-run td{color:#888}"""
+tr.bad td{background:#f8e0e0}tr.not-run td{color:#888}td{vertical-align:top}"""
 
 
 def build_index(reports: Path) -> Path:
@@ -313,18 +448,28 @@ def build_index(reports: Path) -> Path:
         report.build_summary(reports)
     runs = latest_runs(reports)
     every = all_runs(reports)
+    every = every[every.params == ""]  # the notebooks' own runs; variants are listed apart
     last = every.drop_duplicates("notebook", keep="last").set_index("notebook").status if len(every) else {}
-    items = []
+    items, variants = [], []
+    notes = every.drop_duplicates("notebook", keep="last").set_index("notebook").note if len(every) else {}
     for page in pages:
+        if page.parent.name == "variants":
+            variants.append(f'<li><a href="html/variants/{html.escape(page.name)}">{html.escape(page.stem)}</a> '
+                            f'(<a href="variants/{html.escape(page.stem)}/executed/">ipynb</a>)</li>')
+            continue
         state = last.get(page.stem, "ok")
-        mark = f" <strong>(last run {html.escape(state)}; this page is the last complete run)</strong>" \
+        why = f": {notes.get(page.stem, '')}" if state == "skipped" and notes.get(page.stem, "") else ""
+        mark = f" <strong>(last run {html.escape(state)}{html.escape(why)}; this page is the last complete run)</strong>" \
             if state != "ok" else ""
         items.append(f'<li><a href="html/{html.escape(page.name)}">{html.escape(page.stem)}</a> '
                      f'(<a href="executed/{html.escape(page.stem)}.ipynb">ipynb</a>){mark}</li>')
     for nb, state in (last.items() if len(last) else []):  # never completed here: listed, no page
         if state != "ok" and nb not in {p.stem for p in pages}:
+            why = notes.get(nb, "") if state == "skipped" else "see failed/"
             items.append(f"<li>{html.escape(nb)} <strong>(last run {html.escape(state)}; no complete run yet: "
-                         f"see failed/)</strong></li>")
+                         f"{html.escape(why)})</strong></li>")
+    if variants:
+        items.append("<li>runs with other parameters (<code>--param</code>):<ul>" + "".join(variants) + "</ul></li>")
     body = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>RoMAE compendium: reports</title>
 <style>{STYLE}</style></head><body>
@@ -363,6 +508,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m romae.reproduce", description=__doc__.split("\n")[0])
     parser.add_argument("--profile", default="quick", help=f"one of {', '.join(PROFILES)} (default quick)")
     parser.add_argument("--only", default="all", help="comma-separated notebook numbers, e.g. 00,03")
+    parser.add_argument("--param", action="append", metavar="NAME=VALUE",
+                        help="a notebook parameter (repeatable), e.g. datasets=JapaneseVowels,Epilepsy; set in every "
+                             "selected notebook that declares it")
+    parser.add_argument("--download", action="store_true",
+                        help="first fetch the data the selected notebooks need (needs internet; romae.data.catalog)")
+    parser.add_argument("--mirror", default=None, help="with --download: fetch from a mirror of the official files "
+                        "(<mirror>/<host>/<path>)")
     parser.add_argument("--reports", default=None,
                         help="reports folder (default: the ROMAE_REPORTS setting if set, else <repo>/reports)")
     parser.add_argument("--notebooks", default=str(NOTEBOOKS), help="notebooks folder (default <repo>/notebooks)")
@@ -371,6 +523,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         profile = check_profile(args.profile)
         notebooks = select_notebooks(Path(args.notebooks), args.only)
+        params = parse_params(args.param)
+        declared = {nb.name: notebook_parameters(nb) for nb in notebooks}
+        unknown = [k for k in params if not any(k in d for d in declared.values())]
+        if unknown:
+            raise ValueError(f"--param {', '.join(unknown)}: no selected notebook has such a parameter (theirs: "
+                             + "; ".join(f"{n}: {', '.join(d)}" for n, d in declared.items()) + ")")
+        for nb in notebooks:  # convert now: a bad value is a usage error, before anything runs
+            resolve_params(nb, profile, params)
     except ValueError as e:
         parser.error(str(e))
     reports = report.reports_path(args.reports).resolve()
@@ -379,8 +539,21 @@ def main(argv: list[str] | None = None) -> int:
     reports.mkdir(parents=True, exist_ok=True)
     clean_stale_staging(reports)
     device = report.device_label()
-    print(f"== reproduce: {len(notebooks)} notebook(s), profile {profile}, {device} -> {reports}", flush=True)
-    failed, interrupted = [], False
+    print(f"== reproduce: {len(notebooks)} notebook(s), profile {profile}, {device} -> {reports}; data root "
+          f"{files.describe_root()}", flush=True)
+    if args.download:
+        for nb in notebooks:
+            effective, _ = resolve_params(nb, profile, params)
+            needs = notebook_needs(nb, effective)
+            try:
+                with files.mirror(args.mirror):
+                    left = catalog.fetch_needs(needs, effective.get("data_root") or None)
+            except RuntimeError as e:  # a failed download: that notebook will be skipped, the others run
+                print(f"== {nb.name}: {e}", flush=True)
+                continue
+            for need in left:
+                print(f"== {nb.name}: cannot fetch: {need.message(effective.get('data_root') or None)}", flush=True)
+    failed, skipped, interrupted = [], [], False
     # SIGTERM (e.g. a CI time-out) is handled like Ctrl-C: log, rebuild the pages, stop
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
@@ -388,7 +561,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[{i}/{len(notebooks)}] {nb.name} ...", end=" ", flush=True)
             start = time.perf_counter()
             try:
-                row = run_notebook(nb, profile, reports, args.timeout, device)
+                row = run_notebook(nb, profile, reports, args.timeout, device, params)
             except KeyboardInterrupt:
                 row = dict(notebook=nb.stem, profile=profile, device=device, commit=git_commit(),
                            seconds=round(time.perf_counter() - start, 1), status="interrupted",
@@ -397,9 +570,12 @@ def main(argv: list[str] | None = None) -> int:
             append_run(row, reports)
             kept = row.get("where") and Path(row["where"]) != reports and row["status"] == "ok"
             print(f"{row['status']} in {row['seconds']:.1f} s" + (f": {row['error']}" if row["error"] else "")
-                  + (f" (a better profile is published: kept apart in {row['where']})" if kept else ""), flush=True)
-            if row["status"] != "ok":
+                  + (f": {row['note']}" if row.get("note") else "")
+                  + (f" (published apart in {row['where']})" if kept else ""), flush=True)
+            if row["status"] == "failed":
                 failed.append(nb.name)
+            elif row["status"] == "skipped":
+                skipped.append(nb.name)
             if interrupted:
                 break
     finally:
@@ -408,6 +584,10 @@ def main(argv: list[str] | None = None) -> int:
         add_runs_section(reports)
         index = build_index(reports)
     print(f"== summary: {reports / 'SUMMARY.md'}; pages: {index}", flush=True)
+    if skipped:
+        print(f"== SKIPPED, their data is missing: {', '.join(skipped)} (each row of {reports / 'runs.csv'} names "
+              f"the command that fetches it; `make reproduce DOWNLOAD=1` fetches what the selected notebooks need)",
+              flush=True)
     if interrupted:
         print("== INTERRUPTED: the reports show the last complete runs", flush=True)
         return 130

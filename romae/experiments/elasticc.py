@@ -40,6 +40,7 @@ from .. import store
 from ..cache import CACHE
 from ..config import RoMAEConfig, TrainConfig, check_profile, size
 from ..data import elasticc, files, lightcurves
+from ..data.catalog import Need, require
 from ..recipe import plot_learning_curves as plot_histories, pretrain_finetune
 from ..reference import peer_values
 from ..report import record, save_table
@@ -175,6 +176,16 @@ def build(cfg: ElasticcRun, root=None) -> dict:
                 stand_in=cfg.data == "stand-in", partition_source=partition_source)
 
 
+def data_needs(profile: str = "smoke", data: str = "", **_params) -> list[Need]:
+    """What the notebook needs under the data root: ELAsTiCC's training sample for `data="elasticc"` (the
+    paper profile); the stand-in is generated. The SNANA sample feeds the reader's demonstration only."""
+    cfg = config(profile, **({"data": data} if data else {}))
+    demo = Need(("elasticc-sample", "elasticc"), "SNANA FITS light curves for the reader's demonstration",
+                optional=True)
+    return [demo] + ([Need(("elasticc",), "the ELAsTiCC training sample (extracted FITS files)")]
+                     if cfg.data == "elasticc" else [])
+
+
 def find(cfg: ElasticcRun, root=None) -> tuple[bool, str]:
     """(available, message): whether the run's data is there, and how to get it if not."""
     if cfg.data == "stand-in":
@@ -218,9 +229,7 @@ def run(profile: str = "smoke", data_root=None, reports_dir=None, cache_dir=None
         **overrides) -> dict:
     """Pre-train + fine-tune (and from scratch) every encoder and seed; record rows; save the table."""
     cfg = config(profile, **overrides)
-    ok, message = find(cfg, data_root)
-    if not ok:
-        return dict(config=cfg, found=False, message=message, results={}, per_seed=pd.DataFrame(), table=None)
+    require(data_needs(profile, data=cfg.data), data_root)  # DataMissing naming the fetch command
     t0 = time.perf_counter()
     d = build(cfg, data_root)
     train, test = d["train"], d["test"]

@@ -33,6 +33,8 @@ from ..audio import fbank, from_spectrograms
 from ..images import mae_reconstruction
 from ..config import RoMAEConfig, TrainConfig, check_profile, size
 from ..data import audioset, esc50, librispeech
+from ..data.catalog import Need, require
+from ..data.files import DataMissing
 from ..model import RoMAEForPreTraining
 from ..recipe import pretrain_finetune
 from ..reference import peer_values
@@ -128,6 +130,22 @@ def spectrograms(waves, chunk: int = 64, **kw) -> list[torch.Tensor]:
     return [fbank(torch.as_tensor(w), **kw) for w in waves]
 
 
+def data_needs(profile: str = "smoke", audioset_dir: str = "", **_params) -> list[Need]:
+    """What the notebook needs under the data root: the clips (the reduced profiles also run on the shared
+    subset), and for the paper's pre-training LibriSpeech, AudioSet's lists and the user's AudioSet clips."""
+    cfg = config(profile, audioset_dir=audioset_dir or None)
+    needs = [Need(("esc50",), "ESC-50, all 2,000 clips") if cfg.protocol == "5fold" else
+             Need(("esc50-subset", "esc50"), "ESC-50 clips (the shared subset, or the official set)")]
+    if "librispeech" in cfg.pretrain_sources:
+        needs += [Need((f"librispeech:{s}",), f"LibriSpeech {s}") for s in cfg.librispeech_splits]
+    if "audioset" in cfg.pretrain_sources:
+        needs += [Need(("audioset-meta",), "AudioSet's segment lists"),
+                  Need((f"path:{cfg.audioset_dir or ''}",), "AudioSet-20k clips (your folder, audioset_dir=)",
+                       how=f"AudioSet ships no audio: download the balanced set (e.g. from {audioset.HF}) and pass "
+                           "audioset_dir=<folder> (make reproduce PARAMS=audioset_dir=<folder>)")]
+    return needs
+
+
 def find(cfg: ESC50Run, root=None) -> tuple[bool, str]:
     """(available, message) for the run's ESC-50 clips and pre-training data."""
     try:
@@ -159,7 +177,10 @@ def _splits(d: dict, cfg: ESC50Run) -> list[tuple[str, np.ndarray, np.ndarray]]:
         pool = np.flatnonzero((labels == c) & (folds == cfg.split_fold))
         test.extend(rng.choice(pool, min(cfg.test_per_class, len(pool)), replace=False).tolist())
     test = np.sort(np.array(test, dtype=np.int64))
-    train = np.setdiff1d(np.arange(len(labels)), test)
+    # the shared subset is fold 4 plus 14 other clips: all of them train; with the official 2,000 clips the
+    # same scale is kept by training on the rest of that fold only
+    pool = np.arange(len(labels)) if d["source"] != "official" else np.flatnonzero(folds == cfg.split_fold)
+    train = np.setdiff1d(pool, test)
     if cfg.max_clips is not None:  # smoke: a few clips of each class
         keep = lambda idx: np.concatenate([idx[labels[idx] == c][:cfg.max_clips] for c in np.unique(labels[idx])])  # noqa: E731
         train, test = keep(train), keep(test)
@@ -200,9 +221,10 @@ def run(profile: str = "smoke", data_root=None, reports_dir=None, cache_dir=None
         **overrides) -> dict:
     """Pre-train (per source), fine-tune per split and seed (and from scratch); record accuracy (%)."""
     cfg = config(profile, **overrides)
+    require(data_needs(profile, audioset_dir=cfg.audioset_dir or ""), data_root)
     ok, message = find(cfg, data_root)
     if not ok:
-        return dict(config=cfg, found=False, message=message, results={}, per_run=pd.DataFrame(), table=None)
+        raise DataMissing(message)
     t0 = time.perf_counter()
     d = esc50.load(data_root, source="official" if cfg.protocol == "5fold" else "auto", progress=cfg.progress)
     specs = spectrograms(d["waves"], num_mel_bins=cfg.mel_bins)
@@ -251,8 +273,9 @@ def run(profile: str = "smoke", data_root=None, reports_dir=None, cache_dir=None
 
 def _note(cfg: ESC50Run, d: dict, f: pd.DataFrame, subset: bool) -> str:
     r = f.iloc[0]
-    where = (f"{SUBSET}: ESC-50 shared subset ({len(d['labels'])} of 2,000 clips, 16 kHz), "
-             if subset else "ESC-50, official 5-fold cross-validation, ")
+    where = ("ESC-50, official 5-fold cross-validation, " if not subset else
+             f"{SUBSET}: ESC-50 shared subset ({len(d['labels'])} of 2,000 clips, 16 kHz), " if d["source"] != "official"
+             else f"{SUBSET}: ESC-50 official clips of fold {cfg.split_fold} only (the shared subset's scale), ")
     pre = (f"pre-trained {cfg.pretrain_epochs} epochs ({r.pretrain_steps} steps, mask {cfg.mask_ratio}, norm-pix, "
            f"no [CLS]), " if pd.notna(r.pretrain_steps) else "from scratch, ")
     return (where + f"{f.split.iloc[0]}: {r.n_train} train / {r.n_test} test clips; RoMAE-{cfg.encoder}, 128-bin "

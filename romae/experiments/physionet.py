@@ -38,6 +38,7 @@ from ..builders import from_long
 from ..cache import cached
 from ..config import RoMAEConfig, TrainConfig, check_profile, size
 from ..data import physionet as P
+from ..data.catalog import Need, require
 from ..masking import equalize, keep_groups, trim_padding
 from ..model import RoMAEForPreTraining
 from ..reference import peer_values
@@ -123,6 +124,12 @@ PROFILES = {
 def config(profile: str) -> Profile:
     """The settings of a profile (smoke | quick | paper); raises ValueError on an unknown name."""
     return PROFILES[check_profile(profile)]
+
+
+def data_needs(profile: str = "smoke", **_params) -> list[Need]:
+    """What the notebook needs under the data root (every profile: the records of set-a and set-b)."""
+    check_profile(profile)
+    return [Need(("physionet2012",), "PhysioNet 2012 set-a and set-b (8,000 records, 13 MB)")]
 
 
 # ----------------------------------------------------------------------------- data
@@ -313,6 +320,7 @@ def run(profile: str = "smoke", reports_dir=None, data_root=None, cache_dir=None
     """Prepare the data, train (cached), evaluate every method, record rows, save the tables."""
     prof = config(profile)
     checkpoints = profile != "smoke" if checkpoints is None else checkpoints
+    require(data_needs(profile), data_root)  # DataMissing with the fetch command, before any work
     data = prepare(prof, data_root, cache_dir)
     runs = {"RoMAE": prof.run} | ({"RoMAE, raw time": prof.control} if prof.control is not None else {})
     trained = {name: train(prof, r, data, cache_dir, refresh, checkpoints) for name, r in runs.items()}

@@ -33,6 +33,7 @@ import pandas as pd
 
 from ..config import RoMAEConfig, TrainConfig, check_profile, size
 from ..data import tiny_imagenet
+from ..data.catalog import Need, require
 from ..images import GridDataset, from_images, mae_reconstruction, rand_augment
 from ..model import RoMAEForPreTraining
 from ..recipe import plot_learning_curves as plot_histories, pretrain_finetune
@@ -75,6 +76,7 @@ class TinyImageNetRun:
     finetune_lr: float = 1e-3
     finetune_warmup: int = 500
     warmup_cap: float | None = None  # reduced profiles: warm-up at most this share of a run's steps
+    subset_from_official: bool = False  # reduced profiles: without the shared subset, cut the official archive to it
     weight_decay: float = 0.05  # both stages (Table 10)
     grad_clip: float = 1.0
     label_smoothing: float = 0.1  # PyTorch's epsilon = 1 - c, c = 0.9 (Table 10; the authors passed 0.1)
@@ -122,12 +124,13 @@ PROFILES = {
     "quick": TinyImageNetRun(source="subset", image_size=None, patch=4, encoder="tiny-shallow",
                              decoder=dict(size("tiny-shallow").__dict__), seeds=(0, 1), pretrain_epochs=6,
                              pretrain_batch=256, pretrain_lr=1e-3, finetune_epochs=5, finetune_batch=256,
-                             warmup_cap=0.1),
+                             warmup_cap=0.1, subset_from_official=True),
     # seconds: 10 classes x 20 images, 8 x 8 patches of the 32-px subset, 1 + 1 epochs
     "smoke": TinyImageNetRun(source="subset", image_size=None, patch=8, encoder="tiny-shallow",
                              decoder=dict(size("tiny-shallow").__dict__), seeds=(0,), n_classes=10,
                              train_per_class=20, val_per_class=10, pretrain_epochs=1, pretrain_batch=64,
-                             pretrain_lr=1e-3, finetune_epochs=1, finetune_batch=64, warmup_cap=0.1, progress=False),
+                             pretrain_lr=1e-3, finetune_epochs=1, finetune_batch=64, warmup_cap=0.1, progress=False,
+                             subset_from_official=True),
 }
 
 
@@ -136,33 +139,63 @@ def config(profile: str, **overrides) -> TinyImageNetRun:
     return dataclasses.replace(PROFILES[check_profile(profile)], **overrides)
 
 
+def data_needs(profile: str = "smoke", source: str = "", **_params) -> list[Need]:
+    """What the notebook needs under the data root: the profile's archive (`source` overrides it). The
+    reduced profiles' subset is only in the project's shared data: without it they cut the official
+    archive to its size (`for_data`)."""
+    cfg = config(profile, **({"source": source} if source else {}))
+    if cfg.source == "subset" and cfg.subset_from_official:
+        return [Need(("tiny_imagenet-subset", "tiny_imagenet"), "Tiny ImageNet (the shared 32-px subset, or the "
+                     "official archive, cut to the subset's size)")]
+    names = {"official": ("tiny_imagenet",), "subset": ("tiny_imagenet-subset",),
+             "auto": ("tiny_imagenet", "tiny_imagenet-subset")}.get(cfg.source, (f"path:{cfg.source}",))
+    return [Need(names, "Tiny ImageNet" + ("" if cfg.source in ("official", "subset", "auto") else f" at {cfg.source}"))]
+
+
+def for_data(cfg: TinyImageNetRun, root=None) -> TinyImageNetRun:
+    """`cfg` for the archives under the data root: a reduced profile whose shared subset is absent runs on
+    the official archive cut to the subset's size (the first 100 training images of every class, all the
+    validation images, resized to 32 px), as the subset was made (its MANIFEST)."""
+    base = tiny_imagenet.folder(root)
+    if (cfg.source == "subset" and cfg.subset_from_official and not (base / tiny_imagenet.SUBSET).is_file()
+            and (base / tiny_imagenet.OFFICIAL).is_file()):
+        return dataclasses.replace(cfg, source="official", image_size=cfg.image_size or 32,
+                                   train_per_class=min(cfg.train_per_class or 100, 100))
+    return cfg
+
+
 def find(cfg: TinyImageNetRun, root=None) -> tuple[bool, str]:
     """(available, message): whether the run's archive is there, and how to get it if not."""
     try:
-        tiny_imagenet.find(root, cfg.source)
+        tiny_imagenet.find(root, for_data(cfg, root).source)
         return True, ""
     except FileNotFoundError as e:
         return False, str(e)
 
 
-def _select(labels: np.ndarray, n_classes: int | None, per_class: int | None) -> np.ndarray:
-    """Indices of the first `per_class` images of each of the first `n_classes` classes (in file order)."""
+def _select(labels: np.ndarray, n_classes: int | None, per_class: int | None, files=None) -> np.ndarray:
+    """Indices of the first `per_class` images of each of the first `n_classes` classes: by image number
+    (`n01443537_7.JPEG` before `_10`) when the file names are given, else in file order."""
     keep = labels < n_classes if n_classes is not None else np.ones(len(labels), bool)
     idx = np.flatnonzero(keep)
     if per_class is not None:
+        if files is not None:  # natural order of the names within each class
+            key = [tiny_imagenet._natural(files[i]) for i in idx]
+            idx = idx[sorted(range(len(idx)), key=lambda j: (labels[idx[j]], key[j]))]
         rank = pd.Series(labels[idx]).groupby(labels[idx]).cumcount().to_numpy()
-        idx = idx[rank < per_class]
+        idx = np.sort(idx[rank < per_class])
     return idx
 
 
 def build(cfg: TinyImageNetRun, root=None) -> dict:
     """{train, test (GridDatasets), classes, names, source, resolution, digest}: the archive's train and val
     splits cut as `cfg` says; test = the validation images (the paper's evaluation set)."""
+    cfg = for_data(cfg, root)
     splits = {s: tiny_imagenet.load(s, root, source=cfg.source, progress=cfg.progress) for s in ("train", "val")}
     out = {}
     for name, split, per in (("train", "train", cfg.train_per_class), ("test", "val", cfg.val_per_class)):
         d = splits[split]
-        idx = _select(np.asarray(d["labels"]), cfg.n_classes, per)
+        idx = _select(np.asarray(d["labels"]), cfg.n_classes, per, d.get("files"))
         if len(idx) == 0:
             raise ValueError(f"no {split} images left after n_classes={cfg.n_classes}, per_class={per}")
         size_ = None if cfg.image_size is None else (cfg.image_size, cfg.image_size)
@@ -192,9 +225,8 @@ def run(profile: str = "smoke", data_root=None, reports_dir=None, cache_dir=None
         **overrides) -> dict:
     """Pre-train + fine-tune every variant and seed; record accuracy and macro-F1; save Table 2."""
     cfg = config(profile, **overrides)
-    ok, message = find(cfg, data_root)
-    if not ok:
-        return dict(config=cfg, found=False, message=message, results={}, per_seed=pd.DataFrame(), table=None)
+    require(data_needs(profile, **({"source": cfg.source} if "source" in overrides else {})), data_root)
+    cfg = for_data(cfg, data_root)
     t0 = time.perf_counter()
     d = build(cfg, data_root)
     train, test = d["train"], d["test"]
