@@ -10,29 +10,44 @@ pre-trained as an MAE (Table 13: 400 epochs, mask 75 %, AdamW (0.9, 0.95), wd 0.
 the last epoch. The same classifier trained from scratch is the control for the paper's claim that
 pre-training helps.
 
-Any multivariate (or univariate) UEA/UCR dataset under `<data>/uea/<Name>/` runs: datasets outside
-Table 12 get `DEFAULT_FINETUNE` (ours, said in every note).
+Any UEA/UCR classification dataset under `<data>/uea/<Name>/` runs; by default the notebook runs Table 6's
+five and every other one it finds. Datasets outside Table 12 get `DEFAULT_FINETUNE` (ours, said in every
+note). In `quick`, a dataset outside Table 6 is fitted into about 15 minutes on the reference 2-core CPU
+(`plan`: fewer seeds, capped steps, and for very long series fewer tokens, in that order; each reduction
+is written in the rows' notes). The plan is computed from the analytic cost model of `romae.cost`, so it
+is the same on every machine; the time it will take on this one is measured and printed before training.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+import torch
 
+from .. import cost
 from ..builders import from_sequences
-from ..config import RoMAEConfig, TrainConfig, check_profile, size
+from ..config import RoMAEConfig, TrainConfig, as_list, check_profile, size
 from ..data import files, uea
+from ..data.catalog import Need
+from ..model import RoMAEForPrediction, RoMAEForPreTraining, prediction_config
 from ..recipe import plot_learning_curves as plot_histories, pretrain_finetune
 from ..reference import peer_values
-from ..report import record, save_table
+from ..report import device_label, record, save_table
 
 EXPERIMENT = "table6_uea"
 DROP_SEED = 56789  # Kidger et al.'s generator seed for the irregular UEA drop
+QUICK_MINUTES = 15  # a quick run of one dataset outside Table 6, on the reference 2-core CPU, about this long
+PLAN_MINUTES = 12  # ... of which its trainings and predictions are planned at most this (cost model +- 25 %)
+MIN_STEPS = {"pretrain": 200, "finetune": 100}  # a plan caps no training below this (or one epoch)
+THIN = (512, 256, 128)  # tokens per series a plan may thin very long series to, in order
+EVAL_BATCH = 256  # `pretrain_finetune`'s prediction batch
 
 
 @dataclass(frozen=True)
@@ -77,6 +92,10 @@ class UEARun:
     label_budgets: tuple[int, ...] = (2,)  # ours: also fine-tune on k labelled series per class (pre-training
     #                                        still sees every training series): where pre-training can matter
     max_steps: int | None = None  # cap on each training's optimiser steps (epochs reduced to fit)
+    pretrain_cap: int | None = None  # set by `plan`: the pre-training's cap (else max_steps)
+    finetune_cap: int | None = None  # set by `plan`: each fine-tuning's cap (else max_steps)
+    max_tokens: int | None = None  # set by `plan`: series with more kept steps are thinned evenly to this many
+    budget_minutes: float | None = None  # datasets outside Table 6: plan them into this (reference CPU)
     max_series: int | None = None  # smoke: at most this many series per split
     max_length: int | None = None  # smoke: only the first steps of each series
     finetune_epochs: int | None = None  # smoke: override Table 12's epochs
@@ -90,58 +109,73 @@ class UEARun:
         return RoMAEConfig(token_dim=n_channels, n_axes=1, encoder=size(self.encoder), decoder=size(self.decoder),
                            use_cls=True, mask_ratio=self.mask_ratio)
 
-    def _epochs(self, epochs: int, n: int, batch: int) -> int:
-        if self.max_steps is None:
+    def _epochs(self, epochs: int, n: int, batch: int, cap: int | None) -> int:
+        cap = self.max_steps if cap is None else cap
+        if cap is None:
             return epochs
-        return max(1, min(epochs, self.max_steps // -(-n // batch)))
+        return max(1, min(epochs, cap // -(-n // batch)))
 
     def pretrain_config(self, n_train: int) -> TrainConfig:
         batch = min(self.pretrain_batch, n_train)
-        return TrainConfig(epochs=self._epochs(self.pretrain_epochs, n_train, batch), batch_size=batch,
+        return TrainConfig(epochs=self._epochs(self.pretrain_epochs, n_train, batch, self.pretrain_cap), batch_size=batch,
                            lr=self.pretrain_lr, betas=(0.9, 0.95), weight_decay=0.05, warmup_fraction=0.1,
                            grad_clip=1.0, progress=self.progress, log_every=10)
 
     def finetune_config(self, name: str, n_train: int) -> TrainConfig:
         ft = self.finetune(name)
         batch = min(ft.batch_size, n_train)
-        return TrainConfig(epochs=self._epochs(ft.epochs, n_train, batch), batch_size=batch, lr=ft.lr,
-                           optimizer="sgd", momentum=0.9, weight_decay=0.0, warmup_fraction=0.1,
+        return TrainConfig(epochs=self._epochs(ft.epochs, n_train, batch, self.finetune_cap), batch_size=batch,
+                           lr=ft.lr, optimizer="sgd", momentum=0.9, weight_decay=0.0, warmup_fraction=0.1,
                            grad_clip=ft.clip, progress=self.progress, log_every=5)
 
 
 PROFILES = {
     "paper": UEARun(),
-    # the paper's settings; a dataset larger than BasicMotions has each training capped at 1,500 steps
-    "quick": UEARun(max_steps=1500),
+    # Table 6's datasets at the paper's settings, each training capped at 1,500 steps (BasicMotions is not
+    # capped: it has 400 pre-training steps); any other dataset planned into about 15 minutes (`plan`)
+    "quick": UEARun(max_steps=1500, budget_minutes=PLAN_MINUTES),
     # seconds: <= 24 series of <= 48 steps per split, tiny-shallow, 2 + 2 epochs, one seed
     "smoke": UEARun(seeds=(69,), encoder="tiny-shallow", pretrain_epochs=2, finetune_epochs=2, max_series=24,
                     max_length=48, progress=False),
 }
 
 
-def config(profile: str, datasets=None) -> UEARun:
-    """The settings of a profile, optionally for other datasets; raises ValueError on an unknown profile."""
+def resolve_datasets(datasets=None, root=None) -> tuple[str, ...]:
+    """The datasets a run names: `datasets` (a list, or a comma-separated string), or when empty Table 6's
+    five followed by every other dataset found under <data>/uea/."""
+    names = as_list(datasets, "datasets")
+    for name in names:
+        uea._check_name(name)
+    if names:
+        return tuple(dict.fromkeys(names))
+    return tuple(dict.fromkeys(list(uea.TABLE6) + uea.available(root)))
+
+
+def config(profile: str, datasets=None, root=None) -> UEARun:
+    """The settings of a profile for `datasets` (default: Table 6's five + every other found under the data
+    root); raises ValueError on an unknown profile or a malformed dataset list."""
     cfg = PROFILES[check_profile(profile)]
-    if datasets is not None:
-        if isinstance(datasets, str) or not all(isinstance(d, str) and d for d in datasets):
-            raise ValueError(f"datasets must be a list of UEA dataset names, got {datasets!r}")
-        cfg = dataclasses.replace(cfg, datasets=tuple(datasets))
-    return cfg
+    return dataclasses.replace(cfg, datasets=resolve_datasets(datasets, root))
+
+
+def data_needs(profile: str = "smoke", datasets=None, data_root: str = "", **_params) -> list[Need]:
+    """What the notebook needs under the data root: at least one of its datasets (the others: optional)."""
+    cfg = config(profile, datasets, data_root or None)
+    names = tuple(f"uea:{d}" for d in cfg.datasets)
+    return [Need(names, "a UEA dataset of `datasets`")] + [
+        Need((n,), f"UEA {n[4:]}", optional=True) for n in names]
 
 
 def find(datasets, root=None) -> tuple[list[str], list[str], str]:
     """-> (found, missing, message): which datasets are under <data>/uea/, and how to get the others."""
-    try:
-        base = files.data_root(root)
-    except FileNotFoundError as e:
-        return [], list(datasets), str(e)
+    base = files.data_root(root)
     have = set(uea.available(base))
     found = [d for d in datasets if d in have]
     missing = [d for d in datasets if d not in have]
     msg = ""
     if missing:
-        msg = (f"not under {base / 'uea'}: {', '.join(missing)}. Get one with "
-               f"romae.data.uea.load(name, download=True) (needs internet; from "
+        msg = (f"not under {base / 'uea'}: {', '.join(missing)}. Get them with "
+               f"`{files.fetch_command(f'uea:{d}' for d in missing)}` (needs internet; from "
                f"{uea.URL.format(name='<Name>')}) or put <Name>_TRAIN.ts and <Name>_TEST.ts in "
                f"{base / 'uea' / '<Name>'}/")
     return found, missing, msg
@@ -162,6 +196,22 @@ def drop_steps(series: list[np.ndarray], rate: float, seed: int = DROP_SEED) -> 
     return out
 
 
+def thin(series: list[np.ndarray], max_tokens: int | None) -> list[np.ndarray]:
+    """Series whose observed steps (not all-NaN) exceed `max_tokens` keep `max_tokens` of them, evenly spread
+    from the first to the last (the others become NaN rows: dropped, the kept ones keep their times)."""
+    if max_tokens is None:
+        return series
+    out = []
+    for x in series:
+        seen = np.flatnonzero(~np.isnan(x).all(1))
+        if len(seen) > max_tokens:
+            x = x.copy()
+            keep = seen[np.unique(np.round(np.linspace(0, len(seen) - 1, max_tokens)).astype(int))]
+            x[np.setdiff1d(seen, keep)] = np.nan
+        out.append(x)
+    return out
+
+
 def _subset(split: uea.TSData, cfg: UEARun, seed: int) -> tuple[list, list | None, np.ndarray]:
     """(series, times, labels) of a split, reduced for the smoke profile."""
     n = len(split.series)
@@ -173,33 +223,211 @@ def _subset(split: uea.TSData, cfg: UEARun, seed: int) -> tuple[list, list | Non
     return series, times, split.labels[idx]
 
 
-def build(name: str, cfg: UEARun, root=None) -> dict:
-    """Load a dataset, drop 30 % of every series' steps (train and test alike) -> token datasets."""
-    raw = uea.load(name, root)
+def _classification(raw: dict, name: str) -> None:
     if raw["train"].labels is None or not raw["classes"]:
-        raise ValueError(f"{name} has no class labels: Table 6 is classification")
+        raise ValueError(f"{name} has no class labels (a regression or unlabelled dataset): Table 6 is classification")
+
+
+def build(name: str, cfg: UEARun, root=None, raw: dict | None = None) -> dict:
+    """Load a dataset, drop 30 % of every series' steps (train and test alike), thin very long series if the
+    plan says so -> token datasets."""
+    raw = uea.load(name, root) if raw is None else raw
+    _classification(raw, name)
     out = {}
     for split, seed in (("train", 1), ("test", 2)):
         series, times, labels = _subset(raw[split], cfg, seed)
         # one generator per split, seeded from DROP_SEED: the same drop every run, independent of the model seed
-        dropped = drop_steps(series, cfg.drop, DROP_SEED + seed)
+        dropped = thin(drop_steps(series, cfg.drop, DROP_SEED + seed), cfg.max_tokens)
         like = out.get("train")
         out[split] = from_sequences(dropped, times=times, labels=labels, like=like, standardize=cfg.standardize,
                                     classes=raw["classes"] if like is None else None)
         out[f"{split}_raw"] = (series, dropped)
-    root_ = files.data_root(root)
-    out["sha256"] = [files.sha256(root_ / "uea" / name / f"{name}_{s}.ts") for s in ("TRAIN", "TEST")]
+    folder = Path(raw["folder"])
+    out["sha256"] = [files.sha256(folder / f"{name}_{s}.ts") for s in ("TRAIN", "TEST")]
     out["classes"] = raw["classes"]
     return out
 
 
-def run_dataset(name: str, cfg: UEARun, profile: str, root=None, cache_dir=None, refresh=False) -> dict:
-    """Pre-train + fine-tune (and from scratch) every seed on one dataset -> per-seed rows and histories."""
+# ----------------------------------------------------------------------------- planning
+
+def stats(raw: dict, cfg: UEARun) -> dict:
+    """Sizes a plan needs: series per split, channels, classes, and the longest series after the drop."""
+    tr, _, labels = _subset(raw["train"], cfg, 1)
+    te, _, _ = _subset(raw["test"], cfg, 2)
+    kept = [len(x) - int(len(x) * cfg.drop) for x in tr + te]
+    counts = pd.Series(labels).value_counts()
+    return dict(n_train=len(tr), n_test=len(te), channels=raw["train"].n_channels, classes=len(raw["classes"]),
+                max_len=max(kept), min_len=min(kept), smallest_class=int(counts.min()))
+
+
+def _steps(epochs: int, n: int, batch: int) -> int:
+    return epochs * -(-n // batch)
+
+
+def schedule(cfg: UEARun, name: str, st: dict) -> dict:
+    """The trainings of one seed under `cfg`: {"pretrain": steps, "finetune": [steps of each classifier
+    fine-tuning, from-scratch and label-scarce included], "tokens": padded length, ...}."""
+    n, tokens = st["n_train"], st["max_len"] if cfg.max_tokens is None else min(st["max_len"], cfg.max_tokens)
+    pre = cfg.pretrain_config(n)
+    ft_all = cfg.finetune_config(name, n)
+    fts = [_steps(ft_all.epochs, n, ft_all.batch_size)] * (2 if cfg.from_scratch else 1)
+    batches = [ft_all.batch_size] * len(fts)
+    for k in cfg.label_budgets:
+        m = min(n, k * st["classes"])
+        c = cfg.finetune_config(name, m)
+        fts += [_steps(c.epochs, m, c.batch_size)] * (2 if cfg.from_scratch else 1)
+        batches += [c.batch_size] * (2 if cfg.from_scratch else 1)
+    return dict(pretrain=_steps(pre.epochs, n, pre.batch_size), pretrain_batch=pre.batch_size, finetune=fts,
+                finetune_batches=batches, tokens=tokens, predictions=len(fts) * -(-st["n_test"] // EVAL_BATCH))
+
+
+def reference_seconds(cfg: UEARun, name: str, st: dict, speed: dict | None = None) -> float:
+    """Seconds of all of a run's trainings and predictions on the reference CPU (romae.cost); `speed`
+    {stage: this device's step time / the reference's} turns it into an estimate for another device."""
+    sch = schedule(cfg, name, st)
+    model = dataclasses.replace(cfg.model_config(st["channels"]), n_outputs=max(st["classes"], 1))
+    f = lambda stage: (speed or {}).get(stage, 1.0)  # noqa: E731
+    t = sch["pretrain"] * cost.reference_seconds(model, sch["pretrain_batch"], sch["tokens"], "pretrain") * f("pretrain")
+    ft = cfg.finetune(name)
+    regularised = cost.REGULARISED if (ft.dropout or ft.drop_path) and speed is None else 1.0  # (measured: in speed)
+    t += sum(s * cost.reference_seconds(model, b, sch["tokens"], "finetune")
+             for s, b in zip(sch["finetune"], sch["finetune_batches"])) * f("finetune") * regularised
+    t += sch["predictions"] * cost.reference_seconds(model, min(EVAL_BATCH, st["n_test"]), sch["tokens"],
+                                                     "predict") * f("predict")
+    return len(cfg.seeds) * t
+
+
+def _round_down(x: float) -> int:
+    """Two significant digits, rounded down (so nearby budgets give the same cap)."""
+    if x < 100:
+        return max(1, int(x))
+    p = 10 ** (int(math.log10(x)) - 1)
+    return int(x // p * p)
+
+
+def plan(cfg: UEARun, name: str, st: dict) -> tuple[UEARun, list[str], float]:
+    """-> (the settings this dataset runs with, the reductions made, their seconds on the reference CPU).
+
+    Only a dataset outside Table 12 with a `budget_minutes` (quick) is planned: the first of these that fits
+    the budget is taken: the profile as it is; without the label-scarce pair; two seeds; two seeds with the
+    trainings capped (never below MIN_STEPS or one epoch); one seed, capped; one seed, capped, long series
+    thinned to 512, 256, 128 tokens. If none fits, the last, with a warning."""
+    if cfg.budget_minutes is None or name in TABLE12:
+        return cfg, [], reference_seconds(cfg, name, st)
+    budget = cfg.budget_minutes * 60
+
+    def capped(c: UEARun) -> UEARun | None:  # the largest common fraction of the steps that fits, or None
+        full = dict(pretrain=schedule(dataclasses.replace(c, max_steps=None), name, st)["pretrain"],
+                    finetune=max(schedule(dataclasses.replace(c, max_steps=None), name, st)["finetune"]))
+        caps = {k: min(v, c.max_steps or v) for k, v in full.items()}
+        lo, hi = 0.0, 1.0
+        for _ in range(30):  # bisect the fraction
+            mid = (lo + hi) / 2
+            trial = dataclasses.replace(c, **{f"{k}_cap": _round_down(max(MIN_STEPS[k], mid * v)) for k, v in caps.items()})
+            lo, hi = (mid, hi) if reference_seconds(trial, name, st) <= budget else (lo, mid)
+        trial = dataclasses.replace(c, **{f"{k}_cap": _round_down(max(MIN_STEPS[k], lo * v)) for k, v in caps.items()})
+        return trial if reference_seconds(trial, name, st) <= budget else None
+
+    base = dataclasses.replace(cfg, budget_minutes=None)
+    two, one = base.seeds[:2], base.seeds[:1]
+    options = [(base, []), (dataclasses.replace(base, label_budgets=()), ["no label-scarce pair"]),
+               (dataclasses.replace(base, label_budgets=(), seeds=two), ["no label-scarce pair", f"{len(two)} of "
+                                                                          f"{len(base.seeds)} seeds"])]
+    for seeds in (two, one):
+        options.append((dataclasses.replace(base, label_budgets=(), seeds=seeds), ["no label-scarce pair",
+                        f"{len(seeds)} of {len(base.seeds)} seeds", "capped"]))
+    for tokens in THIN:
+        if st["max_len"] > tokens:
+            options.append((dataclasses.replace(base, label_budgets=(), seeds=one, max_tokens=tokens),
+                            ["no label-scarce pair", f"1 of {len(base.seeds)} seeds", "capped",
+                             f"series thinned to at most {tokens} of their up to {st['max_len']} kept steps"]))
+    chosen = None
+    for c, why in options:
+        if "capped" in why:
+            c = capped(c)
+            if c is None:
+                continue
+        if reference_seconds(c, name, st) <= budget:
+            chosen = (c, why)
+            break
+    if chosen is None:  # nothing fits: the smallest plan, at the minimal caps
+        c, why = options[-1]
+        c = dataclasses.replace(c, pretrain_cap=MIN_STEPS["pretrain"], finetune_cap=MIN_STEPS["finetune"])
+        chosen = (c, why + [f"still over the {cfg.budget_minutes:g}-minute budget"])
+    c, why = chosen
+    return c, _describe(why, c, cfg, name, st), reference_seconds(c, name, st)
+
+
+def _describe(why: list[str], c: UEARun, cfg: UEARun, name: str, st: dict) -> list[str]:
+    """The reductions in words, with the step counts for 'capped'."""
+    if "capped" not in why:
+        return why
+    full = schedule(dataclasses.replace(cfg, max_steps=None, budget_minutes=None), name, st)
+    now = schedule(c, name, st)
+    cap = (f"pre-training {now['pretrain']:,} of {full['pretrain']:,} steps, each fine-tuning "
+           f"{max(now['finetune']):,} of {max(full['finetune']):,}")
+    return [cap if w == "capped" else w for w in why]
+
+
+def describe(name: str, st: dict, c: UEARun, reductions: list[str], seconds: float, profile: str) -> str:
+    """One paragraph: the dataset's size, what the profile trains, its time on the reference CPU."""
+    sch = schedule(c, name, st)
+    lengths = f"{st['min_len']}-{st['max_len']}" if st["min_len"] != st["max_len"] else f"{st['max_len']}"
+    trainings = (f"pre-training {sch['pretrain']:,} steps (batch {sch['pretrain_batch']}) + {len(sch['finetune'])} "
+                 f"fine-tunings of {min(sch['finetune']):,}-{max(sch['finetune']):,} steps")
+    return (f"{name}: {st['n_train']} train / {st['n_test']} test series, {st['channels']} channel(s), "
+            f"{st['classes']} classes, {lengths} steps kept after the {int(c.drop * 100)} % drop"
+            + (f" (thinned to at most {c.max_tokens})" if c.max_tokens and st["max_len"] > c.max_tokens else "")
+            + f". {profile}: {len(c.seeds)} seed(s) x ({trainings})"
+            + (f"; reduced to fit about {QUICK_MINUTES} min on 2 cores: {'; '.join(reductions)}" if reductions else "")
+            + f". Estimated {cost.minutes(seconds)} on the reference {cost.REFERENCE} (if nothing is cached)")
+
+
+def measured_estimate(name: str, data: dict, c: UEARun, st: dict) -> tuple[float, dict]:
+    """Seconds the plan will take on this device -> (seconds, {stage: measured seconds per step}): one step of
+    each stage is timed with the real models on a real batch (`romae.cost.measured_step_seconds`), and the
+    plan's reference cost is scaled by the measured / reference ratio of each stage."""
+    train, test = data["train"], data["test"]
+    sch = schedule(c, name, st)
+    model_cfg = c.model_config(train.token_dim)
+    ref_cfg = dataclasses.replace(model_cfg, n_outputs=max(st["classes"], 1))
+    pb, fb = min(sch["pretrain_batch"], len(train)), min(max(sch["finetune_batches"]), len(train))
+    eb = min(EVAL_BATCH, len(test))
+    ft = c.finetune(name)  # the classifier as fine-tuned: its dropout and drop-path cost time too
+    clf = RoMAEForPrediction(prediction_config(model_cfg, n_outputs=len(data["classes"]), dropout=ft.dropout,
+                                               drop_path=ft.drop_path, head_dropout=ft.dropout,
+                                               label_smoothing=round(1.0 - ft.confidence, 6)))
+    per = {"pretrain": cost.measured_step_seconds(RoMAEForPreTraining(model_cfg), train.batch(torch.arange(pb)),
+                                                  c.pretrain_config(len(train))),
+           "finetune": cost.measured_step_seconds(clf, train.batch(torch.arange(fb)), c.finetune_config(name, len(train))),
+           "predict": cost.measured_step_seconds(clf, test.batch(torch.arange(eb)), None)}
+    tokens = train.tensors["values"].shape[1]
+    speed = {stage: per[stage] / cost.reference_seconds(ref_cfg, b, tokens, stage)
+             for stage, b in (("pretrain", pb), ("finetune", fb), ("predict", eb))}
+    return reference_seconds(c, name, st, speed), per
+
+
+# ----------------------------------------------------------------------------- running
+
+def run_dataset(name: str, cfg: UEARun, profile: str, root=None, cache_dir=None, refresh=False,
+                log=print, raw: dict | None = None) -> dict:
+    """Plan, then pre-train + fine-tune (and from scratch) every seed on one dataset -> per-seed rows and
+    histories. Prints the dataset's size, the plan and its estimated time (reference CPU and here) first."""
     t0 = time.perf_counter()
-    data = build(name, cfg, root)
+    raw = uea.load(name, root) if raw is None else raw
+    _classification(raw, name)
+    st = stats(raw, cfg)
+    cfg, reductions, ref_seconds = plan(cfg, name, st)
+    log(describe(name, st, cfg, reductions, ref_seconds, profile))
+    data = build(name, cfg, root, raw)
+    here, per = measured_estimate(name, data, cfg, st)
+    log(f"    on this device, {device_label()}: " + ", ".join(f"{k} {v * 1000:.0f} ms/step" for k, v in per.items())
+        + f" -> about {cost.minutes(here)} (if nothing is cached)")
     train, test = data["train"], data["test"]
     key = dict(dataset=name, sha256=data["sha256"], drop=cfg.drop, drop_seed=DROP_SEED, standardize=cfg.standardize,
-               max_series=cfg.max_series, max_length=cfg.max_length)
+               max_series=cfg.max_series, max_length=cfg.max_length, max_tokens=cfg.max_tokens)
+    if cfg.max_tokens is None:  # keys of runs from before thinning existed stay valid
+        key.pop("max_tokens")
     model_cfg = cfg.model_config(train.token_dim)
     ft = cfg.finetune(name)
     variants = [("pre-trained", cfg.pretrain_config(len(train)))] + ([("from scratch", None)] if cfg.from_scratch else [])
@@ -220,8 +448,9 @@ def run_dataset(name: str, cfg: UEARun, profile: str, root=None, cache_dir=None,
                                  pretrain_steps=res["steps"]["pretrain"], finetune_steps=res["steps"]["finetune"],
                                  pretrain_seconds=res["seconds"]["pretrain"], finetune_seconds=res["seconds"]["finetune"]))
                 histories[(label, seed)] = dict(pretrain=res["pretrain_history"], finetune=res["finetune_history"])
-    return dict(name=name, data=data, per_seed=pd.DataFrame(rows), histories=histories,
-                table12=name in TABLE12, seconds=time.perf_counter() - t0,
+    return dict(name=name, data=data, per_seed=pd.DataFrame(rows), histories=histories, config=cfg,
+                table12=name in TABLE12, seconds=time.perf_counter() - t0, reductions=reductions, stats=st,
+                estimate=dict(reference=ref_seconds, here=here),
                 pretrain=cfg.pretrain_config(len(train)), finetune=cfg.finetune_config(name, len(train)))
 
 
@@ -241,6 +470,7 @@ def _note(r: dict, cfg: UEARun) -> str:
         capped.append(f"pre-training {pre.epochs} of {cfg.pretrain_epochs} epochs")
     if ft.epochs < cfg.finetune(r["name"]).epochs:
         capped.append(f"fine-tuning {ft.epochs} of {cfg.finetune(r['name']).epochs} epochs")
+    capped += [w for w in r.get("reductions", []) if not w.startswith(("pre-training", "no label-scarce"))]
     return (f"{len(d['train'])} train / {len(d['test'])} test series, {int(cfg.drop * 100)} % of steps dropped; "
             f"RoMAE-{cfg.encoder}; pre-training {pre.epochs} epochs, fine-tuning {ft.epochs} epochs "
             f"({'Table 12' if r['table12'] else 'DEFAULT_FINETUNE: not in Table 12'}); model after the last epoch, "
@@ -248,19 +478,35 @@ def _note(r: dict, cfg: UEARun) -> str:
 
 
 def run(profile: str = "smoke", datasets=None, data_root=None, reports_dir=None, cache_dir=None,
-        refresh: bool = False) -> dict:
-    """Run every dataset found (of `datasets`, default Table 6's five), record rows, save the table."""
-    cfg = config(profile, datasets)
+        refresh: bool = False, log=print) -> dict:
+    """Run every dataset found (of `datasets`; default Table 6's five and every other one under the data
+    root), record rows, save the table. A dataset found that is not a classification dataset is skipped
+    (said in `skipped`); DataMissing if none of `datasets` is there."""
+    from ..data.catalog import require
+
+    explicit = bool(as_list(datasets, "datasets"))
+    cfg = config(profile, datasets, data_root)
+    require(data_needs(profile, list(cfg.datasets), data_root or ""), data_root)
     found, missing, message = find(cfg.datasets, data_root)
-    results = {}
+    results, skipped = {}, {}
     for name in found:
-        r = results[name] = run_dataset(name, cfg, profile, data_root, cache_dir, refresh)
+        try:
+            raw = uea.load(name, data_root)
+            _classification(raw, name)
+        except ValueError as e:  # unreadable, or not classification (a regression dataset is not Table 6's)
+            if explicit:
+                raise
+            skipped[name] = str(e)  # found by looking, not asked for: said, and the others still run
+            log(f"{name}: skipped: {e}")
+            continue
+        r = results[name] = run_dataset(name, cfg, profile, data_root, cache_dir, refresh, log, raw)
+        rc = r["config"]
         for variant in r["per_seed"].variant.unique():
             f = r["per_seed"][r["per_seed"].variant == variant]
             # settings: "<name>" (paper row), "<name>, from scratch", "<name>, 2 labelled per class, pre-trained", ...
             head, _, budget = variant.partition(", ")
             setting = ", ".join([name] + ([budget] if budget else []) + ([head] if head != "pre-trained" or budget else []))
-            note = _note(r, cfg) + (f"; fine-tuned on {int(f.n_labelled.iloc[0])} labelled series" if budget else "")
+            note = _note(r, rc) + (f"; fine-tuned on {int(f.n_labelled.iloc[0])} labelled series" if budget else "")
             for metric in ("accuracy", "macro_f1"):
                 n = len(f)
                 record(EXPERIMENT, setting, metric, float(f[metric].mean()),
@@ -271,8 +517,9 @@ def run(profile: str = "smoke", datasets=None, data_root=None, reports_dir=None,
     if results:
         save_table(table, EXPERIMENT, reports_dir)
         save_table(per_seed, f"{EXPERIMENT}_per_seed", reports_dir)
-    return dict(config=cfg, found=found, missing=missing, message=message, results=results, per_seed=per_seed,
-                table=table)
+    # found: the datasets that ran; skipped: found but not runnable ({name: why}); missing: named, not here
+    return dict(config=cfg, found=list(results), missing=missing, message=message, results=results,
+                per_seed=per_seed, table=table, skipped=skipped)
 
 
 def comparison_table(results: dict, profile: str, encoder: str = "tiny") -> pd.DataFrame:
