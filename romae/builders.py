@@ -150,13 +150,26 @@ def _encode_labels(labels, classes: list | None, n: int) -> tuple[torch.Tensor |
         if bad.any():
             raise ValueError(f"regression labels must be finite; sample {int(np.flatnonzero(bad)[0])} is not")
         return torch.as_tensor(arr, dtype=torch.float32), None
+    # classes: look at the values as given (numpy would turn [1, "1"] into two equal strings)
+    seq = labels.tolist() if hasattr(labels, "tolist") else [v.item() if isinstance(v, np.generic) else v for v in labels]
+    gone = [i for i, v in enumerate(seq) if v is None or (isinstance(v, float) and v != v)]
+    if gone:
+        raise ValueError(f"the label of sample {gone[0]} is missing ({seq[gone[0]]!r}; {len(gone)} sample(s) in all): "
+                         "give every sample its class, or leave the unlabelled ones out")
+    kinds = {}
+    for v in seq:
+        kinds.setdefault("bool" if isinstance(v, bool) else "int" if isinstance(v, int) else type(v).__name__, v)
+    if len(kinds) > 1:
+        shown = ", ".join(f"{k} {v!r}" for k, v in kinds.items())
+        raise ValueError(f"labels mix types ({shown}): 1 and '1' (or True and 1) would become one class; give "
+                         "every label the same type")
     if classes is None:
-        classes = sorted(set(arr.tolist()), key=lambda c: (str(type(c)), c))
+        classes = sorted(set(seq), key=lambda c: (str(type(c)), c))
     index = {c: i for i, c in enumerate(classes)}
-    unknown = sorted({str(c) for c in arr.tolist() if c not in index})
+    unknown = sorted({str(c) for c in seq if c not in index})
     if unknown:
         raise ValueError(f"labels {unknown[:10]} are not among the classes {list(classes)[:20]}")
-    return torch.tensor([index[c] for c in arr.tolist()], dtype=torch.long), list(classes)
+    return torch.tensor([index[c] for c in seq], dtype=torch.long), list(classes)
 
 
 def _fill_partial(x: np.ndarray, t: np.ndarray, fill: str) -> np.ndarray:
@@ -278,6 +291,11 @@ def from_long(df: pd.DataFrame, *, id: str, time: str, variable: str, value: str
     if missing:
         raise KeyError(f"columns {missing} are not in the table (it has {list(df.columns)})")
     df = df[needed].copy()
+    for col, what in ((id, "sample id"), (variable, "variable")):
+        gone = df[col].isna().to_numpy()
+        if gone.any():  # groupby would drop NaN ids silently; a NaN variable would become a variable "nan"
+            raise ValueError(f"column {col!r} (the {what}) is missing in {int(gone.sum())} row(s), e.g. row "
+                             f"{_py(df.index[gone][0])!r}: every observation needs its {what}; drop or fill those rows")
     vals = df[value_cols].to_numpy(dtype=np.float64)
     if np.isinf(vals).any():
         r = df.iloc[int(np.argwhere(np.isinf(vals))[0, 0])].map(_py)

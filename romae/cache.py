@@ -18,6 +18,7 @@ into place, under a lock, in the order given in `_publish`.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import io
@@ -31,7 +32,6 @@ from typing import Any, Callable
 
 import torch
 
-from .config import to_json
 
 try:
     import fcntl
@@ -47,9 +47,66 @@ CACHE = Path(__file__).resolve().parents[1] / ".cache" / "romae"
 NOT_RESULTS = frozenset({"report.py", "reproduce.py", "cache.py"})
 
 
+def _faithful(obj: Any) -> Any:
+    """JSON stand-in for what json cannot write, keeping everything that tells two keys apart: arrays,
+    tensors and tables by a hash of their contents (str() of a large array elides its middle, so two
+    different subsets would share a key); anything without a faithful form is refused (TypeError)."""
+    import numpy as np
+
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return dataclasses.asdict(obj)
+    if isinstance(obj, Path):
+        return str(obj)
+    if isinstance(obj, (np.generic,)):
+        return obj.item()
+    if isinstance(obj, (bytes, bytearray)):
+        return {"__bytes__": hashlib.sha256(bytes(obj)).hexdigest()}
+    if isinstance(obj, np.ndarray):
+        if obj.dtype == object:
+            return {"__objects__": [_faithful(x) if not isinstance(x, (str, int, float, bool, type(None))) else x
+                                    for x in obj.reshape(-1).tolist()], "shape": list(obj.shape)}
+        data = np.ascontiguousarray(obj)
+        return {"__ndarray__": str(data.dtype), "shape": list(data.shape),
+                "sha256": hashlib.sha256(data.view(np.uint8).reshape(-1).tobytes() if data.size else b"").hexdigest()}
+    if torch.is_tensor(obj):
+        t = obj.detach().cpu().contiguous().reshape(-1)
+        return {"__tensor__": str(obj.dtype), "shape": list(obj.shape),
+                "sha256": hashlib.sha256(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"").hexdigest()}
+    if isinstance(obj, (torch.dtype, torch.device)):
+        return str(obj)
+    if isinstance(obj, (set, frozenset)):
+        return {"__set__": sorted(json.dumps(x, sort_keys=True, default=_faithful) for x in obj)}
+    try:
+        import pandas as pd
+
+        if isinstance(obj, (pd.DataFrame, pd.Series, pd.Index)):
+            h = pd.util.hash_pandas_object(obj, index=not isinstance(obj, pd.Index)).to_numpy()
+            cols = list(map(str, obj.columns)) if isinstance(obj, pd.DataFrame) else [str(obj.name)]
+            return {"__pandas__": type(obj).__name__, "columns": cols, "sha256": hashlib.sha256(h.tobytes()).hexdigest()}
+    except ImportError:
+        pass
+    import datetime
+    import enum
+
+    if isinstance(obj, enum.Enum):
+        return _faithful(obj.value) if not isinstance(obj.value, (str, int, float, bool)) else obj.value
+    if isinstance(obj, (datetime.date, datetime.datetime, datetime.timedelta)):
+        return str(obj)
+    raise TypeError(f"a cache key cannot hold a {type(obj).__name__} faithfully ({str(obj)[:60]!r}); put in the key "
+                    "what identifies it: its contents as an array or tensor, or a string or number that names it")
+
+
+def key_json(config: Any) -> str:
+    """Stable JSON of a cache key: dataclasses, dicts, lists, numbers, strings; arrays, tensors and pandas
+    objects by the hash of their contents; anything else refused (`_faithful`)."""
+    if dataclasses.is_dataclass(config) and not isinstance(config, type):
+        config = dataclasses.asdict(config)
+    return json.dumps(config, sort_keys=True, default=_faithful)
+
+
 def config_hash(config: Any) -> str:
-    """Short stable hash of a (nested) config dataclass or dict."""
-    return hashlib.sha256(to_json(config).encode()).hexdigest()[:16]
+    """Short stable hash of a (nested) config dataclass or dict (`key_json`)."""
+    return hashlib.sha256(key_json(config).encode()).hexdigest()[:16]
 
 
 @functools.lru_cache(maxsize=None)
@@ -152,6 +209,6 @@ def cached(name: str, config: Any, compute: Callable[[], Any], cache_dir: str | 
     torch.save(result, buf)
     data = buf.getvalue()
     folder.mkdir(parents=True, exist_ok=True)
-    meta = {"config": json.loads(to_json(config)), "code": code, "sha256": hashlib.sha256(data).hexdigest()}
+    meta = {"config": json.loads(key_json(config)), "code": code, "sha256": hashlib.sha256(data).hexdigest()}
     _publish(path, twin, data, meta)
     return result

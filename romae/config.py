@@ -8,12 +8,15 @@ resolved config is saved beside every checkpoint and result.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
-PROFILES = ("smoke", "quick", "paper")  # seconds on CI | reduced CPU run | the paper's settings
+PROFILES = ("smoke", "quick", "paper")
+DEFAULT_WARMUP_FRACTION = 0.1  # TrainConfig's warm-up when none is given: 10 % of the run's real steps  # seconds on CI | reduced CPU run | the paper's settings
 POS_ENCODINGS = ("rope", "rope_quantized", "absolute", "absolute_nd", "none")
 HEADS = ("cls", "mean", "tokens")
 
@@ -23,6 +26,28 @@ def check_profile(profile: str) -> str:
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
     return profile
+
+
+def as_list(value: Any, what: str = "value") -> list[str]:
+    """A list parameter as given by a notebook, papermill or the command line -> a list of strings.
+
+    Accepts a list or tuple of strings, a comma-separated string ("BasicMotions,Epilepsy"), or the text of a
+    list ('["BasicMotions"]', what papermill's `-p name value` passes on); None or "" -> []. Anything
+    else is a ValueError naming `what` and the value."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("["):
+            try:
+                value = ast.literal_eval(text)
+            except (ValueError, SyntaxError):
+                raise ValueError(f"{what}: cannot read {value!r} as a list; give names separated by commas") from None
+        else:
+            return [v.strip() for v in text.split(",") if v.strip()]
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        return [v.strip() for v in value if v.strip()]
+    raise ValueError(f"{what} must be a list of names or a comma-separated string, got {value!r}")
 
 
 @dataclass
@@ -131,6 +156,12 @@ class RoMAEConfig:
                              "or 'normal' (MAE's N(0, 0.02))")
         if not 0.0 <= self.p <= 1.0:
             raise ValueError(f"p-RoPE fraction p must lie in [0, 1], got {self.p}")
+        if not (isinstance(self.rope_base, (int, float)) and math.isfinite(self.rope_base) and self.rope_base > 0):
+            raise ValueError(f"rope_base must be a finite number > 0 (theta_k = base^(-2k / axis_dim); 10000 in the "
+                             f"paper), got {self.rope_base!r}: positions would have no effect")
+        if isinstance(self.n_outputs, bool) or int(self.n_outputs) != self.n_outputs or self.n_outputs < 1:
+            raise ValueError(f"n_outputs must be a whole number >= 1 (classes or regression targets), got "
+                             f"{self.n_outputs!r}")
         if self.token_dim < 1 or self.n_axes < 1:
             raise ValueError(f"token_dim and n_axes must be >= 1, got {self.token_dim}, {self.n_axes}")
         if not 0.0 < self.mask_ratio < 1.0:
@@ -157,7 +188,9 @@ class TrainConfig:
     betas: tuple[float, float] = (0.9, 0.999)  # AdamW (Table 17)
     momentum: float = 0.9  # SGD only (Tables 12, 16)
     weight_decay: float = 0.01  # one parameter group for all parameters, as the authors
-    warmup_steps: int = 625  # linear warm-up from 0 to lr (Table 17), then cosine to 0 at the last step
+    warmup_steps: int | None = None  # linear warm-up from 0 to lr, then cosine to 0 at the last step; None:
+    #                                  DEFAULT_WARMUP_FRACTION of the run's real steps (experiments set their
+    #                                  table's value, e.g. 625 for Table 17)
     warmup_fraction: float | None = None  # warm-up as a share of all steps (Tables 12, 13, 18 give %);
     #                                       when set, it replaces warmup_steps
     grad_clip: float | None = None  # global gradient-norm clip; None = off ("inf" in Table 17)
@@ -178,8 +211,10 @@ class TrainConfig:
             raise ValueError(f"unknown optimizer {self.optimizer!r}; choose 'adamw' or 'sgd'")
         if self.epochs < 1 or self.batch_size < 1:
             raise ValueError(f"epochs and batch_size must be >= 1, got {self.epochs}, {self.batch_size}")
-        if self.warmup_steps < 0:
-            raise ValueError(f"warmup_steps must be >= 0, got {self.warmup_steps}")
+        if self.warmup_steps is not None and (isinstance(self.warmup_steps, bool) or int(self.warmup_steps) != self.warmup_steps
+                                              or self.warmup_steps < 0):
+            raise ValueError(f"warmup_steps must be a whole number >= 0 (or None: {DEFAULT_WARMUP_FRACTION:.0%} of the "
+                             f"steps), got {self.warmup_steps!r}")
         if self.warmup_fraction is not None and not 0.0 <= self.warmup_fraction < 1.0:
             raise ValueError(f"warmup_fraction must lie in [0, 1), got {self.warmup_fraction}")
         if not self.lr > 0:
@@ -188,10 +223,13 @@ class TrainConfig:
             raise ValueError(f"length_buckets must be >= 0, got {self.length_buckets}")
 
     def warmup(self, total_steps: int) -> int:
-        """Warm-up steps of a run of `total_steps` optimiser steps."""
+        """Warm-up steps of a run of `total_steps` optimiser steps: warmup_fraction of them if set, else
+        warmup_steps if set, else DEFAULT_WARMUP_FRACTION of them."""
         if self.warmup_fraction is not None:
             return round(self.warmup_fraction * total_steps)
-        return self.warmup_steps
+        if self.warmup_steps is not None:
+            return int(self.warmup_steps)
+        return round(DEFAULT_WARMUP_FRACTION * total_steps)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

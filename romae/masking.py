@@ -19,6 +19,28 @@ def _async_checks(device: torch.device) -> bool:
     return device.type != "cpu"
 
 
+class BadSample(ValueError):
+    """An input error of one sample of a batch: "<head>sample <k><tail>", k its position in the batch.
+    `fit`, `predict` and evaluation re-raise it naming the sample's index in the dataset (`at`)."""
+
+    def __init__(self, head: str, sample: int, tail: str = ""):
+        super().__init__(f"{head}sample {sample} of the batch{tail}")
+        self.head, self.sample, self.tail = head, int(sample), tail
+
+    def at(self, where: str) -> "BadSample":
+        """The same error with the sample named by `where` (e.g. "sample 1234 of the training data")."""
+        err = BadSample(self.head, self.sample, self.tail)
+        err.args = (f"{self.head}{where}{self.tail}",)
+        return err
+
+
+def name_sample(data, index: int, what: str) -> str:
+    """'sample <index> of <what>' plus the dataset's id for it, when it keeps ids (a TokenDataset)."""
+    ids = getattr(data, "ids", None)
+    shown = f" (id {ids[index]!r})" if ids is not None and index < len(ids) and ids[index] != index else ""
+    return f"sample {index} of {what}{shown}"
+
+
 def _require(ok: Tensor, message, detail=lambda: "") -> None:
     """Raise ValueError if the boolean tensor `ok` is False. On GPUs the check is asynchronous (no
     GPU -> CPU sync per forward, the slowdown the paper measured), so the detail is only given on CPU."""
@@ -39,7 +61,7 @@ def check_pad_mask(pad_mask: Tensor | None, B: int, N: int) -> None:
     if _async_checks(empty.device):
         torch._assert_async(~empty.any(), "a sample of the batch is all padding")
     elif empty.any():
-        raise ValueError(f"sample {int(empty.nonzero()[0])} of the batch is all padding")
+        raise BadSample("", int(empty.nonzero()[0]), " is all padding")
 
 
 def random_mask(B: int, N: int, mask_ratio: float, pad_mask: Tensor | None = None,
@@ -74,8 +96,9 @@ def random_mask(B: int, N: int, mask_ratio: float, pad_mask: Tensor | None = Non
     return hide_real | hide_pad
 
 
-def check_mask(mask: Tensor, B: int, N: int) -> int:
-    """Validate a hidden-token mask [B, N]; return the (common) number of hidden tokens per sample."""
+def check_mask(mask: Tensor, B: int, N: int, pad_mask: Tensor | None = None) -> int:
+    """Validate a hidden-token mask [B, N] (with the batch's pad_mask: every sample keeps a real token
+    visible); return the (common) number of hidden tokens per sample."""
     if mask.dtype != torch.bool or tuple(mask.shape) != (B, N):
         raise ValueError(f"mask must be a bool tensor of shape [{B}, {N}], got {mask.dtype} "
                          f"{tuple(mask.shape)}")
@@ -89,6 +112,11 @@ def check_mask(mask: Tensor, B: int, N: int) -> int:
                          "token to reconstruct")
     if n_hidden == N:
         raise ValueError("the mask hides every token: at least one must stay visible")
+    if pad_mask is not None:  # a sample whose real tokens are all hidden has nothing to reconstruct them from
+        seen = (~mask & ~pad_mask).sum(dim=1)
+        if (seen == 0).any():
+            raise BadSample("the mask hides every real (non-padded) token of ", int((seen == 0).nonzero()[0, 0]),
+                            ": at least one must stay visible")
     return n_hidden
 
 

@@ -18,8 +18,20 @@ def _np(x) -> np.ndarray:
     return x.detach().cpu().numpy() if torch.is_tensor(x) else np.asarray(x)
 
 
+def _finite(x: np.ndarray, what: str) -> None:
+    """ValueError naming the first sample with a non-finite entry of a float array (argmax of NaN is class
+    0, and a NaN label is a class of its own: either would give a number that means nothing)."""
+    if x.dtype.kind not in "fc" or np.isfinite(x).all():
+        return
+    flat = x.reshape(len(x), -1) if x.ndim else x.reshape(1, 1)
+    i = int(np.flatnonzero(~np.isfinite(flat).all(1))[0])
+    raise ValueError(f"{what} must be finite; sample {i} holds {flat[i][~np.isfinite(flat[i])][0]}")
+
+
 def _classes(y_true, y_pred) -> tuple[np.ndarray, np.ndarray]:
     t, p = _np(y_true), _np(y_pred)
+    _finite(p, "predicted scores" if p.ndim == t.ndim + 1 else "predicted classes")
+    _finite(t, "true classes")
     if p.ndim == t.ndim + 1:  # scores -> predicted class
         p = p.argmax(-1)
     if t.shape != p.shape:
@@ -45,6 +57,8 @@ def macro_f1(y_true, y_pred) -> float:
 def mse(y_true, y_pred) -> float:
     """Mean squared error over every element."""
     t, p = _np(y_true).astype(np.float64), _np(y_pred).astype(np.float64)
+    _finite(p.reshape(-1), "predictions")
+    _finite(t.reshape(-1), "targets")
     if t.size != p.size:
         raise ValueError(f"y_true has {t.size} values, y_pred {p.size}")
     from sklearn.metrics import mean_squared_error

@@ -36,12 +36,32 @@ def _reject_unknown(model: nn.Module, unknown: dict, accepted: tuple[str, ...]) 
                         f"{', '.join(accepted)}")
 
 
-def _first_bad(bad: Tensor, x: Tensor) -> str:
-    """Detail of the first non-finite real token: bad [B, N] bool, x [B, N, ...]."""
+def _check_finite(name: str, bad: Tensor, x: Tensor) -> None:
+    """Raise BadSample for the first non-finite real token: bad [B, N] bool, x [B, N, ...]; on an
+    accelerator, an asynchronous assert (no detail, no host read)."""
+    if masking._async_checks(bad.device):
+        torch._assert_async(~bad.any(), f"{name} must be finite")
+        return
+    if not bool(bad.any()):
+        return
     b, n = bad.nonzero()[0].tolist()
     v = x[b, n][~torch.isfinite(x[b, n])][0].item()
-    return (f", found {v} in sample {b}, token {n} (real, non-padded tokens must be finite: mark a missing "
-            "observation as padding, pad_mask=True, or build the batch with romae.from_sequences)")
+    raise masking.BadSample(f"{name} must be finite, found {v} in ", b, f", token {n} (real, non-padded tokens must "
+                            "be finite: mark a missing observation as padding, pad_mask=True, or build the batch "
+                            "with romae.from_sequences)")
+
+
+def _finite_labels(labels: Tensor) -> None:
+    """Raise BadSample naming the first sample whose float labels are not finite (NaN would only show as a
+    non-finite loss)."""
+    bad = ~torch.isfinite(labels.reshape(labels.shape[0], -1)).all(1)
+    if masking._async_checks(bad.device):
+        torch._assert_async(~bad.any(), "labels must be finite")
+    elif bool(bad.any()):
+        b = int(bad.nonzero()[0, 0])
+        v = labels[b][~torch.isfinite(labels[b])][0].item()
+        raise masking.BadSample(f"labels must be finite, found {v} for ", b, " (drop that sample, or give it a "
+                                "real target)")
 
 
 # ----------------------------------------------------------------------------- building blocks
@@ -250,9 +270,7 @@ class RoMAETrunk(nn.Module):
             if pad_mask.dtype != torch.bool or tuple(pad_mask.shape) != (B, N):
                 raise ValueError(f"pad_mask must be a bool tensor [{B}, {N}], got {pad_mask.dtype} "
                                  f"{tuple(pad_mask.shape)}")
-            empty = pad_mask.all(dim=1)
-            _require(~empty.any(), "a sample of the batch is all padding",
-                     lambda: f": sample {int(empty.nonzero()[0, 0])}")
+            masking.check_pad_mask(pad_mask, B, N)
         dtype = self.embed.weight.dtype
         if values.dtype != dtype:  # float64, integers, bool -> the model's dtype
             values = values.to(dtype)
@@ -264,7 +282,7 @@ class RoMAETrunk(nn.Module):
             bad = ~torch.isfinite(x).all(-1)
             if pad_mask is not None:
                 bad = bad & ~pad_mask
-            _require(~bad.any(), f"{name} must be finite", lambda bad=bad, x=x: _first_bad(bad, x))
+            _check_finite(name, bad, x)
         if pad_mask is not None:  # padded slots may hold anything (NaN, inf): never let them in
             values = values.masked_fill(pad_mask.unsqueeze(-1), 0.0)
             positions = positions.masked_fill(pad_mask.unsqueeze(1), 0)
@@ -390,7 +408,7 @@ class RoMAEForPreTraining(RoMAETrunk):
             mask = random_mask(B, N, self.cfg.mask_ratio, pad_mask, device=values.device)
             n_hidden = hidden_count(N, self.cfg.mask_ratio)
         else:  # a given mask is checked, which reads it (one sync per forward on a GPU)
-            n_hidden = check_mask(mask, B, N)
+            n_hidden = check_mask(mask, B, N, pad_mask)
         latent, visible_idx, hidden_idx = self.forward_encoder(values, positions, mask, pad_mask, n_hidden)
         pred = self.forward_decoder(latent, positions, visible_idx, hidden_idx, pad_mask)
         return pred, self.forward_loss(values, pred, hidden_idx, pad_mask)
@@ -438,6 +456,7 @@ class RoMAEForPrediction(RoMAETrunk):
         if self.cfg.task == "classification":
             logits = out.reshape(-1, out.shape[-1]).float()
             if labels.is_floating_point() and labels.shape == out.shape:  # class probabilities
+                _finite_labels(labels)
                 return F.cross_entropy(logits, labels.reshape(logits.shape).float(),
                                        label_smoothing=self.cfg.label_smoothing)
             if labels.is_floating_point() or labels.is_complex():
@@ -457,7 +476,11 @@ class RoMAEForPrediction(RoMAETrunk):
             return F.cross_entropy(logits, target, weight=weight, label_smoothing=self.cfg.label_smoothing)
         if labels.numel() != out.numel():
             raise ValueError(f"regression labels must have {list(out.shape)} entries, got {list(labels.shape)}")
-        err = (out.float() - labels.reshape(out.shape).float()).pow(2)
+        labels = labels.reshape(out.shape).float()
+        if self.cfg.head == "tokens" and pad_mask is not None:  # targets at padded tokens: ignored, like values
+            labels = labels.masked_fill(pad_mask.unsqueeze(-1), 0.0)
+        _finite_labels(labels)
+        err = (out.float() - labels).pow(2)
         if self.cfg.head == "tokens" and pad_mask is not None:
             real = (~pad_mask).unsqueeze(-1).float()
             return (err * real).sum() / (real.sum() * err.shape[-1])

@@ -440,6 +440,22 @@ def _config_error(ckpt: Path, changes: dict) -> str:
             "allow_config_change=True to continue anyway.")
 
 
+def _apply_settings(optimizer, scheduler, cfg: TrainConfig, step: int, total_steps: int, warmup: int) -> None:
+    """After loading a checkpoint's optimiser and scheduler state under a changed TrainConfig: use cfg's
+    learning rate, schedule, betas / momentum and weight decay from here on (the loaded state keeps the
+    saved ones: a resume would otherwise record the new lr and train at the old)."""
+    for group in optimizer.param_groups:
+        group["initial_lr"] = cfg.lr
+        group["weight_decay"] = cfg.weight_decay
+        if "betas" in group:
+            group["betas"] = tuple(cfg.betas)
+        if "momentum" in group:
+            group["momentum"] = cfg.momentum
+        group["lr"] = lr_at(step, total_steps, warmup, cfg.lr)  # what step `step` (0-based) runs at
+    scheduler.base_lrs = [cfg.lr] * len(optimizer.param_groups)
+    scheduler.lr_lambdas = [partial(_lr_factor, total_steps=total_steps, warmup_steps=warmup)] * len(optimizer.param_groups)
+
+
 def _append(path: Path | None, row: dict) -> None:
     if path is not None:
         with path.open("a") as f:
@@ -507,6 +523,16 @@ def _check_losses(pending: list[tuple[int, torch.Tensor]]) -> None:
             raise _nonfinite(bad[1], bad[0])
 
 
+@contextlib.contextmanager
+def _naming_samples(data, idx: torch.Tensor, what: str):
+    """Re-raise a model's BadSample (a sample named by its position in the batch) naming the sample's
+    index in `data` (and its id), so a shuffled batch does not hide which sample is bad."""
+    try:
+        yield
+    except masking.BadSample as e:
+        raise e.at(masking.name_sample(data, int(idx[e.sample]), what)) from None
+
+
 def _batches(data, batch_size: int, rank: int = 0, n_proc: int = 1):
     """Whole batches of `data` in order, dealt round-robin to processes: yields (idx, batch dict)."""
     for start in range(rank * batch_size, len(data), batch_size * n_proc):
@@ -528,7 +554,8 @@ def _evaluate(model, data, batch_size: int, accelerator, metrics: dict | None = 
     n_proc, sums = accelerator.num_processes, torch.zeros(2, dtype=torch.float64, device=accelerator.device)
     outputs, labels = [], []
     for idx, batch in _batches(data, batch_size, accelerator.process_index, n_proc):
-        out, loss = model(**_to_device(batch, accelerator.device))
+        with _naming_samples(data, idx, "the validation data"):
+            out, loss = model(**_to_device(batch, accelerator.device))
         sums += torch.stack([loss.detach().double() * len(idx), sums.new_tensor(len(idx))])
         if metrics:
             outputs.append(out.detach().float().cpu())
@@ -548,17 +575,38 @@ def _evaluate(model, data, batch_size: int, accelerator, metrics: dict | None = 
 
 @torch.no_grad()
 def predict(model: torch.nn.Module, data, batch_size: int = 256, device: str | torch.device | None = None,
-            progress: bool | None = None) -> torch.Tensor:
+            progress: bool | None = None, *, as_labels: bool = False, classes=None):
     """Outputs of `model` on every sample of `data`, in order, on the CPU: e.g. logits [n, n_classes].
 
     Eval mode (no dropout), no gradients, batched; only the keys the model takes are passed (labels are
     not needed), with padding masks. `device`: where to run (default: the model's). The model's mode is
     restored afterwards. A progress bar shows for more than 20 batches unless `progress=False`.
+
+    `data`: a dataset, or a dict of tensors {values, positions, pad_mask, ...} sharing their first dimension.
+    `as_labels=True` (classifiers): the predicted classes by name instead, a numpy array [n] (or [n, N] for
+    per-token outputs) of the names the builder saw, `data.classes` (e.g. a TokenDataset from
+    `from_sequences`), or of `classes=` when the data has none.
     """
+    if isinstance(data, dict):  # a batch of tensors {values, positions, ...}: a dataset of it
+        data = ArrayDataset(**data)
+    if isinstance(data, (list, tuple, str)) or not hasattr(data, "__len__") or not (
+            hasattr(data, "batch") or hasattr(data, "__getitem__")):
+        raise TypeError(f"predict takes a dataset (e.g. the TokenDataset of romae.from_sequences, an ArrayDataset, a "
+                        f"GridDataset) or a dict of tensors, got {type(data).__name__}; wrap tensors as "
+                        "romae.ArrayDataset(values=..., positions=...)")
     if len(data) == 0:
         raise ValueError("predict: the dataset is empty")
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    names = None
+    if as_labels:
+        cfg = getattr(model, "cfg", None)
+        if cfg is not None and getattr(cfg, "task", "classification") != "classification":
+            raise ValueError(f"as_labels=True needs a classifier; this model's task is {cfg.task!r}")
+        names = classes if classes is not None else getattr(data, "classes", None)
+        if names is None:
+            raise ValueError("as_labels=True: the data has no class names (.classes); pass classes=[...]")
+        names = list(names)
     dev = torch.device(device) if device is not None else next(model.parameters()).device
     was_training = model.training
     model.to(dev).eval()
@@ -566,12 +614,21 @@ def predict(model: torch.nn.Module, data, batch_size: int = 256, device: str | t
     show = n_batches > 20 if progress is None else progress
     outs = []
     try:
-        for _, batch in tqdm(_batches(data, batch_size), total=n_batches, disable=not show, desc="predict"):
+        for idx, batch in tqdm(_batches(data, batch_size), total=n_batches, disable=not show, desc="predict"):
             batch = _to_device({k: v for k, v in _model_keys(model, batch).items() if k != "labels"}, dev)
-            outs.append(model(**batch)[0].float().cpu())
+            with _naming_samples(data, idx, "the data"):
+                outs.append(model(**batch)[0].float().cpu())
     finally:
         model.train(was_training)
-    return torch.cat(outs)
+    out = torch.cat(outs)
+    if names is None:
+        return out
+    if out.shape[-1] != len(names):
+        raise ValueError(f"the model has {out.shape[-1]} outputs but {len(names)} class names were given")
+    table = np.empty(len(names), dtype=object)
+    table[:] = names
+    picked = table[out.argmax(-1).numpy()]
+    return picked.astype(str) if all(isinstance(n, str) for n in names) else picked
 
 
 def fit(model: torch.nn.Module, train_data, cfg: TrainConfig, *, val_data=None,
@@ -584,7 +641,8 @@ def fit(model: torch.nn.Module, train_data, cfg: TrainConfig, *, val_data=None,
     the schedule always spans steps_per_epoch * epochs: `max_steps` only stops early (and checkpoints
     there), so a stopped run resumed later equals an uninterrupted one. With `resume` and an existing
     `out_dir/checkpoint`, training continues from it (or returns at once if it is already done).
-    `config` (the model's resolved config) is saved in config.json; `callback(row, model)` sees each
+    `config` (the model's resolved config; default: `model.cfg` when the model has one) is saved in
+    config.json; `callback(row, model)` sees each
     validation row on the main process. `device="cpu"` forces the CPU; None lets Accelerate choose.
     `metrics`: names from `romae.metrics.METRICS` ("accuracy", "macro_f1", "mse") or {name: fn(y_true,
     y_pred)}; each validation row then holds them beside val_loss (val_data needs labels).
@@ -594,7 +652,8 @@ def fit(model: torch.nn.Module, train_data, cfg: TrainConfig, *, val_data=None,
 
     One fit at a time may use an out_dir (another raises RuntimeError). Resuming refuses (ValueError) a
     `cfg` or `config` other than the checkpoint's, cfg.progress and cfg.log_every aside, unless
-    `allow_config_change`; a {"event": "config_changed"} history row then records the changes. A corrupted
+    `allow_config_change`: then training goes on under the new settings (lr, schedule, betas, weight decay,
+    clipping; another optimizer is refused) and a {"event": "config_changed"} history row records them. A corrupted
     checkpoint/ is set aside with a warning and checkpoint.prev/ resumed instead, when that one is good.
     """
     from .metrics import resolve_metrics  # metrics imports nothing from here
@@ -628,6 +687,8 @@ def fit(model: torch.nn.Module, train_data, cfg: TrainConfig, *, val_data=None,
 
     out = Path(out_dir) if out_dir is not None else None
     ckpt, hist_path = (out / "checkpoint", out / "history.jsonl") if out else (None, None)
+    if config is None:  # the model's own config (RoMAE models keep it): a resume then checks it too
+        config = getattr(inner, "cfg", None)
     saved_config = {**(dataclasses.asdict(config) if dataclasses.is_dataclass(config) else config or {}),
                     "train": cfg.to_dict()}
     with contextlib.ExitStack() as held:  # out_dir's lock, released when fit ends, however it ends
@@ -653,10 +714,16 @@ def fit(model: torch.nn.Module, train_data, cfg: TrainConfig, *, val_data=None,
             if state["steps_per_epoch"] != steps_per_epoch:
                 raise ValueError(f"checkpoint has {state['steps_per_epoch']} steps/epoch, this run "
                                  f"{steps_per_epoch}: same data, batch size and process count are needed")
+            if "train.optimizer" in changes:
+                raise ValueError(f"{ckpt}: the optimizer changed ({changes['train.optimizer']['saved']} -> "
+                                 f"{changes['train.optimizer']['now']}); its saved state cannot continue under another "
+                                 "optimizer. Use a fresh out_dir or resume=False")
             inner.load_state_dict(weights)
             optimizer.load_state_dict(state["optimizer"])
             scheduler.load_state_dict(state["scheduler"])
             step, seconds = state["step"], state["seconds"]
+            if changes:  # allowed: go on under the new settings, not the saved optimizer's and scheduler's
+                _apply_settings(optimizer, scheduler, cfg, step, total_steps, warmup)
             mine = state["ranks"][rank] if rank < len(state["ranks"]) else state["ranks"][0]
             rng, window = mine["rng"], mine["window"]
             if hist_path.exists():  # rows after the checkpoint are redone
@@ -694,12 +761,14 @@ def fit(model: torch.nn.Module, train_data, cfg: TrainConfig, *, val_data=None,
             if cfg.length_buckets:
                 perm = _bucketed(perm, lengths, cfg.batch_size * n_proc, cfg.length_buckets, gen)
             for b in range(step - epoch * steps_per_epoch, steps_per_epoch):
-                batch = _fetch(train_data, _shard(perm, b, cfg.batch_size, rank, n_proc))
+                idx = _shard(perm, b, cfg.batch_size, rank, n_proc)
+                batch = _fetch(train_data, idx)
                 batch = _to_device(batch if transform is None else transform(batch), dev)
                 lr = optimizer.param_groups[0]["lr"]  # the rate this step uses
                 t_step = time.perf_counter()
-                loss, grad_norm = _train_step(train_model, optimizer, scheduler, batch, accelerator, params, cfg,
-                                              step, check=not deferred)
+                with _naming_samples(train_data, idx, "the training data"):
+                    loss, grad_norm = _train_step(train_model, optimizer, scheduler, batch, accelerator, params, cfg,
+                                                  step, check=not deferred)
                 step += 1
                 if deferred:
                     pending.append((step, loss))

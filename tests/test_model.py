@@ -197,7 +197,7 @@ def test_bad_inputs_raise_clear_errors():
         model(values, bad)
     pad = torch.zeros(2, 6, dtype=torch.bool)
     pad[1] = True
-    with pytest.raises(ValueError, match="all padding: sample 1"):
+    with pytest.raises(ValueError, match="sample 1 of the batch is all padding"):
         model(values, pos, pad_mask=pad)
     mask = torch.zeros(2, 6, dtype=torch.bool)
     mask[0, :2] = True

@@ -203,7 +203,7 @@ def test_finite_check_fast_path_falls_back_when_the_sum_overflows():
     out, _ = model.prepare_inputs(values, torch.arange(5.0).expand(2, 1, 5), None)
     assert torch.equal(out, values)
     values[1, 3, 2] = float("inf")
-    with pytest.raises(ValueError, match="values must be finite, found inf in sample 1, token 3"):
+    with pytest.raises(ValueError, match="values must be finite, found inf in sample 1 of the batch, token 3"):
         model.prepare_inputs(values, torch.arange(5.0).expand(2, 1, 5), None)
 
 

@@ -172,9 +172,9 @@ def test_garbage_in_padding_does_not_change_pretraining(garbage):
 def test_non_finite_real_value_names_sample_and_token(model_fn, bad):
     values, pos, pad = padded()
     values[1, 2, 3] = bad
-    with pytest.raises(ValueError, match=rf"values must be finite, found {bad} in sample 1, token 2 \(real"):
+    with pytest.raises(ValueError, match=rf"values must be finite, found {bad} in sample 1 of the batch, token 2 \(real"):
         model_fn()(values, pos, pad_mask=pad)
-    with pytest.raises(ValueError, match=rf"found {bad} in sample 1, token 2"):  # no pad_mask at all
+    with pytest.raises(ValueError, match=rf"found {bad} in sample 1 of the batch, token 2"):  # no pad_mask at all
         model_fn()(values[:, :6], pos[..., :6])
 
 
@@ -183,7 +183,7 @@ def test_non_finite_real_value_names_sample_and_token(model_fn, bad):
 def test_non_finite_real_position_names_sample_and_token(model_fn, bad):
     values, pos, pad = padded()
     pos[0, 1, 4] = bad
-    with pytest.raises(ValueError, match=rf"positions must be finite, found {bad} in sample 0, token 4"):
+    with pytest.raises(ValueError, match=rf"positions must be finite, found {bad} in sample 0 of the batch, token 4"):
         model_fn()(values, pos, pad_mask=pad)
 
 

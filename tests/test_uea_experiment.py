@@ -29,8 +29,12 @@ def test_config_validates_profile_and_datasets():
     assert U.config("quick", ["BasicMotions"]).datasets == ("BasicMotions",)
     with pytest.raises(ValueError, match="unknown profile"):
         U.config("fast")
-    with pytest.raises(ValueError, match="list of UEA dataset names"):
-        U.config("smoke", "BasicMotions")
+    assert U.config("smoke", "BasicMotions,Epilepsy").datasets == ("BasicMotions", "Epilepsy")  # papermill's -p
+    assert U.config("smoke", '["BasicMotions"]').datasets == ("BasicMotions",)  # a list written as text
+    with pytest.raises(ValueError, match="bad UEA data set name"):
+        U.config("smoke", ["../etc"])
+    with pytest.raises(ValueError, match="datasets must be a list of names"):
+        U.config("smoke", 5)
     assert U.config("paper").finetune("Epilepsy").epochs == 150  # Table 12
     assert U.config("paper").finetune("JapaneseVowels") == U.DEFAULT_FINETUNE
     ft = U.config("paper").finetune_config("BasicMotions", 40)
@@ -51,14 +55,17 @@ def test_labelled_subset_takes_k_per_class():
 
 
 def test_missing_datasets_are_listed_with_the_way_to_get_them(tmp_path, monkeypatch):
+    from romae.data.files import DEFAULT_ROOT, DataMissing
+
     found, missing, msg = U.find(["Nope"], tmp_path)
     assert found == [] and missing == ["Nope"]
-    assert "download=True" in msg and "aeon-toolkit/<Name>.zip" in msg and str(tmp_path / "uea") in msg
+    assert "make data NAMES=uea:Nope" in msg and "aeon-toolkit/<Name>.zip" in msg and str(tmp_path / "uea") in msg
     monkeypatch.delenv("ROMAE_DATA", raising=False)
-    found, missing, msg = U.find(["BasicMotions"])
-    assert missing == ["BasicMotions"] and "ROMAE_DATA" in msg
-    res = U.run("smoke", ["Nope"], data_root=tmp_path, reports_dir=tmp_path / "reports")
-    assert res["found"] == [] and res["per_seed"].empty and not (tmp_path / "reports" / "results.csv").exists()
+    found, missing, msg = U.find(["NoSuchSet"])
+    assert missing == ["NoSuchSet"] and str(DEFAULT_ROOT / "uea") in msg
+    with pytest.raises(DataMissing, match="make data NAMES=uea:Nope"):
+        U.run("smoke", ["Nope"], data_root=tmp_path, reports_dir=tmp_path / "reports")
+    assert not (tmp_path / "reports" / "results.csv").exists()
 
 
 def _write_ts(path: Path, cases, labels, classes):
@@ -104,10 +111,11 @@ def test_runs_unchanged_on_an_unseen_unequal_length_dataset(tmp_path):
 
 @pytest.fixture
 def data_root():
-    root = os.environ.get("ROMAE_DATA")
-    if not root or not (Path(root) / "uea" / "BasicMotions").is_dir():
-        pytest.skip("ROMAE_DATA/uea/BasicMotions is not available")
-    return root
+    from romae.data import catalog, files
+
+    if why := catalog.unavailable("uea:BasicMotions"):
+        pytest.skip(why)
+    return files.data_root()
 
 
 def test_basicmotions_positions_are_the_kept_time_indices(data_root):
