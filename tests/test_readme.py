@@ -3,6 +3,7 @@
 import re
 from pathlib import Path
 
+import pytest
 import torch
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -27,13 +28,20 @@ def test_readme_names_both_commands():
 
 
 def test_readme_classification_example_runs_and_classifies(capsys):
+    from romae.data import catalog
+
     text = README.read_text()
-    section = text.split("### Classify irregular series of different lengths", 1)[1]
+    section = text.split("### Classify series of a `.ts` file", 1)[1]
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     assert len([l for l in code.strip().splitlines() if l.strip()]) <= 16  # "in about 15 lines"
-    for name in ("from_sequences", "from_pretrained", "fit(", "predict(", "metrics."):
+    for name in ("uea.load(", "from_sequences", "from_pretrained", "fit(", "predict(", "as_labels=True", "metrics."):
         assert name in code, name
+    need = catalog.Need(("uea:BasicMotions",), "UEA BasicMotions (the README's example file)")
+    if not need.satisfied():
+        pytest.skip(need.message())
     torch.manual_seed(0)
     exec(compile(code, str(README), "exec"), {})
-    acc = float(re.search(r"test accuracy: ([0-9.]+)", capsys.readouterr().out).group(1))
-    assert acc > 0.8, acc  # three balanced classes: chance is about 0.33
+    out = capsys.readouterr().out
+    acc = float(re.search(r"test accuracy: ([0-9.]+)", out).group(1))
+    assert acc > 0.8, acc  # four balanced classes: chance is 0.25
+    assert re.search(r"predicted: \[('(Badminton|Running|Standing|Walking)' ?){4}\]", out), out
