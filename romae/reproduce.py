@@ -278,7 +278,10 @@ def run_notebook(source: Path, profile: str, reports: Path, timeout: float | Non
     shown = "; ".join(show_params(overrides))
     row = dict(notebook=source.stem, profile=profile, device=device, seconds=0.0, commit=git_commit(), status="ok",
                error="", params=shown, note="", where="")
-    needs = notebook_needs(source, effective)
+    try:
+        needs = notebook_needs(source, effective)
+    except Exception as e:  # e.g. a parameter its experiment refuses: this notebook fails, the others run
+        return dict(row, status="failed", error=_first_line(e))
     root = effective.get("data_root") or None
     lacking = catalog.missing(needs, root)
     if lacking:  # nothing runs, nothing is published: the last good artefacts stay
@@ -302,16 +305,23 @@ def run_notebook(source: Path, profile: str, reports: Path, timeout: float | Non
         shutil.rmtree(stage, ignore_errors=True)
         raise
     except Exception as e:  # a failing notebook is logged; the others still run
+        if _INTERRUPTED:  # the interrupt stopped its kernel, and papermill reported that instead
+            shutil.rmtree(stage, ignore_errors=True)
+            raise KeyboardInterrupt(f"signal {_INTERRUPTED[-1]}") from None
         status, error = "failed", _first_line(e)
         if getattr(e, "ename", "") == "DataMissing":  # data the needs check did not foresee: a skip
             status, error, row["note"] = "skipped", "", str(getattr(e, "evalue", e))
+    if _INTERRUPTED:  # an interrupt whose exception was swallowed: not a finished run
+        shutil.rmtree(stage, ignore_errors=True)
+        raise KeyboardInterrupt(f"signal {_INTERRUPTED[-1]}")
     seconds = time.perf_counter() - start
+    variant = variant_slug(source.stem, profile, overrides) if overrides else ""
     try:
         if out.exists() and status != "skipped":
-            strip_timestamps(out, reports / "executed" / source.name)
+            home = reports / "variants" / variant if variant else reports
+            strip_timestamps(out, home / "executed" / source.name)
         if status == "ok":
-            where = publish(stage, reports, source.stem, profile,
-                            variant_slug(source.stem, profile, overrides) if overrides else "")
+            where = publish(stage, reports, source.stem, profile, variant)
         elif status == "failed" and out.exists():  # the executed copy with the error, apart from the good one
             failed = reports / "failed" / profile / source.name
             failed.parent.mkdir(parents=True, exist_ok=True)
@@ -500,7 +510,21 @@ not run yet). <em>(reduced)</em> and <em>(stand-in)</em> mark runs not at the pa
 
 # ---------------------------------------------------------------- command line
 
+_INTERRUPTED: list[int] = []  # signals received: a run is stopping
+
+
 def _interrupt(signum, frame):
+    """SIGINT / SIGTERM: stop the notebook's kernel, then raise KeyboardInterrupt. nbclient may swallow the
+    exception if it lands between its polls (a run then waited for its cell to finish); with the kernel gone
+    it stops within about a second anyway (it polls the kernel), and run_notebook reports the interrupt."""
+    _INTERRUPTED.append(signum)
+    import psutil  # a requirement of accelerate and IPython
+
+    for child in psutil.Process().children(recursive=True):  # the kernel (in its own session) and its children
+        try:
+            child.terminate()
+        except psutil.Error:
+            pass
     raise KeyboardInterrupt(f"signal {signum}")
 
 
@@ -520,6 +544,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--notebooks", default=str(NOTEBOOKS), help="notebooks folder (default <repo>/notebooks)")
     parser.add_argument("--timeout", type=float, default=None, help="per-cell time limit in seconds")
     args = parser.parse_args(argv)
+    _INTERRUPTED.clear()
     try:
         profile = check_profile(args.profile)
         notebooks = select_notebooks(Path(args.notebooks), args.only)
@@ -554,8 +579,8 @@ def main(argv: list[str] | None = None) -> int:
             for need in left:
                 print(f"== {nb.name}: cannot fetch: {need.message(effective.get('data_root') or None)}", flush=True)
     failed, skipped, interrupted = [], [], False
-    # SIGTERM (e.g. a CI time-out) is handled like Ctrl-C: log, rebuild the pages, stop
-    previous = signal.signal(signal.SIGTERM, _interrupt)
+    # Ctrl-C and SIGTERM (e.g. a CI time-out): stop the kernel, log, rebuild the pages, stop
+    previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         for i, nb in enumerate(notebooks, 1):
             print(f"[{i}/{len(notebooks)}] {nb.name} ...", end=" ", flush=True)
@@ -579,7 +604,8 @@ def main(argv: list[str] | None = None) -> int:
             if interrupted:
                 break
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         report.build_summary(reports)
         add_runs_section(reports)
         index = build_index(reports)

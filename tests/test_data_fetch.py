@@ -176,6 +176,9 @@ def test_catalog_names_and_messages(tmp_path):
     with pytest.raises(files.DataMissing, match="make data NAMES=esc50") as e:
         catalog.require([need], tmp_path)
     assert e.value.names == ("esc50",)
+    demo = catalog.Need(("elasticc-sample", "elasticc"), "SNANA light curves", optional=True)
+    assert "`make data NAMES=elasticc-sample` (or another of: elasticc)" in demo.message(tmp_path)  # not tens of GB
+    assert catalog.missing([need, demo], tmp_path) == [need] and catalog.missing([need, demo], tmp_path, True) == [demo]
 
 
 def test_fetch_needs_fetches_a_missing_dataset_from_a_mirror(tmp_path):

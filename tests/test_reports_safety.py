@@ -111,7 +111,9 @@ def test_failed_and_interrupted_runs_leave_the_last_good_artefacts(tmp_path):
     assert "boom" in (reports / "failed" / "quick" / "07_x.ipynb").read_text()
     # an interrupted run (SIGINT while its kernel works): logged, pages rebuilt, artefacts unchanged
     _write(notebooks, "07_x.ipynb", [FIGURE.replace("VALUE", "9.0"), "import time\ntime.sleep(120)"])
-    proc = _runner(notebooks, reports)
+    # started as a background shell starts it, with SIGINT ignored (inherited by Python, which then installs no
+    # KeyboardInterrupt handler): the runner must still stop on it
+    proc = _runner(notebooks, reports, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     deadline = time.time() + 120
     while not list(reports.glob(".staging-*/figures/fig_x.png")) and time.time() < deadline:
         time.sleep(0.5)  # the kernel has written its figure into the staging folder

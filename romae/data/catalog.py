@@ -141,7 +141,7 @@ class Need:
     """What a notebook needs: one of `any_of` (catalog names) under the data root. `optional`: the notebook
     runs without it (a figure or an extra row fewer, said in its output)."""
 
-    any_of: tuple[str, ...]
+    any_of: tuple[str, ...]  # in order of preference: the first fetchable one is what `make data` is told to get
     what: str
     optional: bool = False
     how: str = ""  # how to get it when no catalog entry can fetch it (e.g. AudioSet audio)
@@ -158,7 +158,8 @@ class Need:
         """'<what> (<names>) is not under <root>: <command>' for a report or an error."""
         names = self.fetchable()
         where = files.describe_root(root)
-        get_it = self.how or (f"`{files.fetch_command(names)}`" if names else "it is not downloadable from here")
+        others = f" (or another of: {', '.join(names[1:])})" if len(names) > 1 else ""
+        get_it = self.how or (f"`{files.fetch_command(names[0])}`{others}" if names else "it is not downloadable from here")
         which = "one of " if len(self.any_of) > 1 else ""
         return f"needs {self.what} ({which}{', '.join(self.any_of)}), not under the data root {where}; to get it: {get_it}"
 
