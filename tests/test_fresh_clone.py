@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import nbformat
@@ -51,6 +52,18 @@ def runs(tmp_path_factory):
                f"report.record({ROW['experiment']!r}, {ROW['setting']!r}, {ROW['metric']!r}, {ROW['paper']!r}, "
                "profile=profile, reports_dir=reports_dir, note=f'runner test {datasets} {n} {flag}')\n"
                "print('PARAMS', datasets, n, flag)"])
+    # a notebook whose dataset a mirror of the archive serves (file://): --download fetches it, then it runs
+    fetched = tmp / "fetched"
+    _notebook(nbs, "04_fetch.ipynb", base + f'datasets: list = ["Toy"]\ndata_root: str = "{fetched}"\n',
+              ["from romae.data import uea\nprint('CLASSES', uea.load(datasets[0], data_root)['classes'])"],
+              experiment="uea")
+    mirror = tmp / "mirror"
+    archive = mirror / "www.timeseriesclassification.com" / "aeon-toolkit" / "Toy.zip"
+    archive.parent.mkdir(parents=True)
+    with zipfile.ZipFile(archive, "w") as z:
+        for split in ("TRAIN", "TEST"):
+            z.writestr(f"Toy/Toy_{split}.ts", "@problemName Toy\n@univariate true\n@classLabel true a b\n@data\n"
+                                              "1,2,3:a\n3,2,1:b\n")
     # a published copy of 01 from an earlier run with data: a skipped run must leave it as it is
     (reports / "executed").mkdir(parents=True)
     published = reports / "executed" / "01_needs.ipynb"
@@ -61,11 +74,13 @@ def runs(tmp_path_factory):
                                "--reports", str(reports), "--timeout", "120", *args],
                               capture_output=True, text=True, timeout=600)
 
-    first = run()
+    first = run("--only", "01,02,03")
+    download = run("--only", "04", "--download", "--mirror", mirror.as_uri())
     second = run("--only", "03", "--param", "datasets=A,B", "--param", "n=3", "--param", "flag=yes")
     bad = [run("--only", "03", "--param", "n=three"), run("--only", "03", "--param", "nope=1"),
            run("--only", "03", "--param", "datasets")]
-    return dict(tmp=tmp, reports=reports, first=first, second=second, bad=bad, published=published, data=data)
+    return dict(tmp=tmp, reports=reports, first=first, second=second, bad=bad, published=published, data=data,
+                download=download, fetched=fetched)
 
 
 def test_missing_data_is_skipped_with_its_fetch_command_and_exit_0(runs):
@@ -74,11 +89,19 @@ def test_missing_data_is_skipped_with_its_fetch_command_and_exit_0(runs):
     rows = pd.read_csv(runs["reports"] / "runs.csv", dtype=str, keep_default_na=False)
     assert list(rows.columns) == reproduce.RUN_COLUMNS
     first = rows[rows.params == ""].set_index("notebook")
-    assert first.status.to_dict() == {"01_needs": "skipped", "02_late": "skipped", "03_ok": "ok"}
+    assert first.status.to_dict() == {"01_needs": "skipped", "02_late": "skipped", "03_ok": "ok", "04_fetch": "ok"}
     assert "make data NAMES=uea:NoSuchSet" in first.note["01_needs"] and str(runs["data"]) in first.note["01_needs"]
     assert "make data NAMES=toy" in first.note["02_late"] and first.error["02_late"] == ""
     assert first.seconds["01_needs"] in ("0.0", "0")  # no kernel was started
     assert "SKIPPED, their data is missing: 01_needs.ipynb, 02_late.ipynb" in out
+
+
+def test_download_fetches_what_the_selected_notebooks_need_first(runs):
+    out = runs["download"].stdout + runs["download"].stderr
+    assert runs["download"].returncode == 0, out
+    assert (runs["fetched"] / "uea" / "Toy" / "Toy_TRAIN.ts").is_file() and "uea:Toy: ->" in out
+    printed = nbformat.read(runs["reports"] / "executed" / "04_fetch.ipynb", as_version=4)
+    assert "CLASSES ['a', 'b']" in "".join(o.get("text", "") for c in printed.cells for o in c.get("outputs", []))
 
 
 def test_a_skipped_run_publishes_nothing(runs):
