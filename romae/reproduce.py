@@ -569,12 +569,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.download:
         for nb in notebooks:
             effective, _ = resolve_params(nb, profile, params)
-            needs = notebook_needs(nb, effective)
             try:
+                needs = notebook_needs(nb, effective)
                 with files.mirror(args.mirror):
                     left = catalog.fetch_needs(needs, effective.get("data_root") or None)
-            except RuntimeError as e:  # a failed download: that notebook will be skipped, the others run
-                print(f"== {nb.name}: {e}", flush=True)
+            except Exception as e:  # a failed download: that notebook will be skipped (or fail), the others run
+                print(f"== {nb.name}: {_first_line(e)}", flush=True)
                 continue
             for need in left:
                 print(f"== {nb.name}: cannot fetch: {need.message(effective.get('data_root') or None)}", flush=True)

@@ -240,10 +240,10 @@ def unavailable(*names: str, root=None) -> str:
     skip reason): the make command, or for the shared-only subsets where they come from."""
     root = files.data_root(root)
     gone = [get(n) for n in names if not _present(n, root)]
-    parts = [f"{d.title} ({d.name}) is not under {root}: "
-             + (f"`{files.fetch_command(d.name)}`" if d.fetch else f"it is {d.note}; point ROMAE_DATA at the project's "
+    parts = [f"{d.title} ({d.name}), not under {root}; to get it: "
+             + (f"`{files.fetch_command(d.name)}`" if d.fetch else f"it is {d.note}, or point ROMAE_DATA at the project's "
                 "shared data folder") for d in gone]
-    return "needs " + "; ".join(parts) if parts else ""
+    return "needs " + "; and ".join(parts) if parts else ""
 
 
 def status(names=(), root=None) -> list[dict]:
