@@ -464,8 +464,9 @@ def build_index(reports: Path) -> Path:
     notes = every.drop_duplicates("notebook", keep="last").set_index("notebook").note if len(every) else {}
     for page in pages:
         if page.parent.name == "variants":
+            nb = f"variants/{page.stem}/executed/{page.stem.split('--')[0]}.ipynb"
             variants.append(f'<li><a href="html/variants/{html.escape(page.name)}">{html.escape(page.stem)}</a> '
-                            f'(<a href="variants/{html.escape(page.stem)}/executed/">ipynb</a>)</li>')
+                            f'(<a href="{html.escape(nb)}">ipynb</a>)</li>')
             continue
         state = last.get(page.stem, "ok")
         why = f": {notes.get(page.stem, '')}" if state == "skipped" and notes.get(page.stem, "") else ""

@@ -101,6 +101,19 @@ def test_parameters_cell(path):
 
 
 @nb_param
+def test_papermill_reads_every_parameter(path):
+    """papermill's own parser (`--help-notebook`, inspect_notebook) reads every parameter with its type; it
+    gives up on a line whose comment holds '=' (e.g. "NAMES=..."), and that parameter then has no help."""
+    from papermill.translators import PythonTranslator
+
+    cell = next(c for c in _load(path)["cells"] if "parameters" in c.get("metadata", {}).get("tags", []))
+    declared = [n.target.id for n in ast.parse(_source(cell)).body if isinstance(n, ast.AnnAssign)]
+    parsed = PythonTranslator.inspect({"source": _source(cell)})
+    assert [p.name for p in parsed] == declared, f"{path.name}: papermill reads {[p.name for p in parsed]}"
+    assert all(p.inferred_type_name != "None" for p in parsed), [(p.name, p.inferred_type_name) for p in parsed]
+
+
+@nb_param
 def test_first_cell(path):
     """Markdown first cell: 'Regenerates:' with backticked artefact ids, and a Deviations list."""
     cells = _load(path)["cells"]
