@@ -297,18 +297,15 @@ def download(root=None, progress: bool = True) -> Path:
     tar, out = base / Path(URL).name, base / FULL
     if present(root) and not tar.is_file():
         return out
-    if not tar.is_file():
-        files.download_url(URL, tar, progress=progress)
-        files.add_sums(base, [tar.name])
-    files.verify_folder(base, [tar.name])
-    try:
+    if tar.is_file():  # one already here: checked against SHA256SUMS, if it lists it
+        files.verify_folder(base, [tar.name])
+
+    def unpack(tar: Path) -> None:
         with tarfile.open(tar) as t:
             t.extractall(out, filter="data")
-    except (tarfile.TarError, EOFError) as e:
-        tar.unlink(missing_ok=True)
-        raise ValueError(f"{tar} does not unpack ({e}); removed it: try again") from None
-    (out / _COMPLETE).write_text(f"extracted from {URL}\n")
-    tar.unlink()
+        (out / _COMPLETE).write_text(f"extracted from {URL}\n")
+
+    files.fetch_archive(URL, tar, unpack, what="tar", progress=progress)  # no published checksum: recorded
     return out
 
 

@@ -43,24 +43,20 @@ def _official(base: Path) -> Path | None:
 def download(root=None, progress: bool = True) -> Path:
     """Fetch and unpack the official repository archive into <root>/esc50/ESC-50-master/ (~600 MB).
 
-    A download cut short resumes on the next call; a zip that does not unpack is removed with an error."""
+    A download cut short resumes on the next call; a zip that does not unpack into that layout is removed
+    with an error (`files.fetch_archive`)."""
     base = folder(root)
     if (d := _official(base)) is not None:
         return d
-    zip_path = base / "ESC-50-master.zip"
-    if not zip_path.is_file():
-        files.download_url(URL, zip_path, progress=progress)
-    try:
+    def unpack(zip_path: Path) -> None:
         with zipfile.ZipFile(zip_path) as z:
             z.extractall(base)
-    except (zipfile.BadZipFile, EOFError, OSError) as e:
-        zip_path.unlink(missing_ok=True)
-        raise ValueError(f"{zip_path} (from {URL}) does not unpack ({e}); removed it: try again") from None
-    if (d := _official(base)) is None:
-        raise ValueError(f"{URL} did not unpack into {base / OFFICIAL_DIR} with meta/esc50.csv and audio/")
-    files.add_sums(base, [zip_path.name])  # no published checksum: recorded (trust on first use)
-    zip_path.unlink()
-    return d
+        if _official(base) is None:
+            raise ValueError(f"it did not unpack into {base / OFFICIAL_DIR} with meta/esc50.csv and audio/")
+
+    # no published checksum: recorded (trust on first use)
+    files.fetch_archive(URL, base / "ESC-50-master.zip", unpack, what="zip", progress=progress)
+    return _official(base)
 
 
 def present(root=None, source: str = "official") -> bool:

@@ -72,13 +72,15 @@ def fetch_command(names) -> str:
     return f"make data NAMES={','.join(names)}"
 
 
-def sha256(path: str | Path) -> str:
-    """Hex SHA-256 of a file, streamed (hashlib.file_digest)."""
+def digest(path: str | Path, algorithm: str = "sha256") -> str:
+    """Hex digest of a file (sha256, md5, ...), streamed (hashlib.file_digest)."""
     with open(path, "rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
+        return hashlib.file_digest(f, algorithm).hexdigest()
 
 
-_file_sha256 = sha256  # download_url's `sha256` argument shadows the function
+def sha256(path: str | Path) -> str:
+    """Hex SHA-256 of a file."""
+    return digest(path, "sha256")
 
 
 def check_sha256(path: str | Path, expected: str) -> None:
@@ -234,11 +236,6 @@ def _expected_size(resp, offset: int, resumed: bool) -> int | None:
     return int(length) if length and length.isdigit() else None
 
 
-def _digest(path: Path, algorithm: str) -> str:
-    with open(path, "rb") as f:
-        return hashlib.file_digest(f, algorithm).hexdigest()
-
-
 def download_url(url: str, dest: str | Path, sha256: str | None = None, md5: str | None = None,
                  progress: bool = True) -> Path:
     """Download `url` to `dest` (any scheme urllib knows, file:// included) with a progress bar.
@@ -282,13 +279,36 @@ def download_url(url: str, dest: str | Path, sha256: str | None = None, md5: str
                                      + (f"the bytes so far are kept in {part}: run the same command again to resume"
                                         if received < total else "removed it: run the same command again"))
         for algorithm, expected in (("sha256", sha256), ("md5", md5)):
-            if expected is not None and (actual := _digest(part, algorithm)) != expected.strip().lower():
+            if expected is not None and (actual := digest(part, algorithm)) != expected.strip().lower():
                 part.unlink()
                 shown = {"sha256": "SHA-256", "md5": "MD5"}[algorithm]
                 raise ValueError(f"download of {url} for {dest} is corrupt: expected {shown} {expected}, "
                                  f"got {actual}; removed it: run the same command again to download it afresh")
         os.replace(part, dest)
     return dest
+
+
+def fetch_archive(url: str, archive: str | Path, unpack, *, what: str = "archive", sha256: str | None = None,
+                  md5: str | None = None, record: bool = True, progress: bool = True) -> None:
+    """Download `archive` from `url` unless it is there (a cut download resumes; checksums as in
+    `download_url`), `unpack(archive)`, then delete it. An archive that does not unpack (a bad zip or tar,
+    a member missing: `unpack` raises ValueError) is removed with a ValueError naming it, so the next try
+    downloads it afresh. `record`: its SHA-256 is added to SHA256SUMS first (trust on first use, for
+    archives whose publisher gives no checksum)."""
+    import tarfile
+    import zipfile
+
+    archive = Path(archive)
+    if not archive.is_file():
+        download_url(url, archive, sha256=sha256, md5=md5, progress=progress)
+    try:
+        unpack(archive)
+    except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError, ValueError) as e:
+        archive.unlink(missing_ok=True)
+        raise ValueError(f"{archive} (from {url}) is not a usable {what} ({e}); removed it: try again") from None
+    if record:
+        add_sums(archive.parent, [archive.name])
+    archive.unlink()
 
 
 def published_sums(url: str) -> dict[str, str]:

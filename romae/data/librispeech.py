@@ -40,18 +40,13 @@ def download(split: str, root=None, progress: bool = True) -> Path:
     if split not in SPLITS:
         raise ValueError(f"unknown LibriSpeech split {split!r}; choose one of {SPLITS}")
     base = folder(root)
-    archive = base / f"{split}.tar.gz"
-    if not archive.is_file():
-        files.download_url(URL.format(split=split), archive, md5=KNOWN_MD5.get(split), progress=progress)
-    try:
+    def unpack(archive: Path) -> None:
         with tarfile.open(archive) as t:
             t.extractall(base, filter="data")
-    except (tarfile.TarError, EOFError, OSError) as e:
-        archive.unlink(missing_ok=True)
-        raise ValueError(f"{archive} does not unpack ({e}); removed it: try again") from None
-    if split not in KNOWN_MD5:
-        files.add_sums(base, [archive.name])  # no published checksum: recorded (trust on first use)
-    archive.unlink()
+
+    # a split without a published checksum has its SHA-256 recorded (trust on first use)
+    files.fetch_archive(URL.format(split=split), base / f"{split}.tar.gz", unpack, what="tar.gz",
+                        md5=KNOWN_MD5.get(split), record=split not in KNOWN_MD5, progress=progress)
     return base / "LibriSpeech" / split
 
 

@@ -23,7 +23,6 @@ map read.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import re
 import zipfile
@@ -48,11 +47,6 @@ def folder(root: str | Path | None = None) -> Path:
     return files.data_root(root) / "tiny_imagenet"
 
 
-def _md5(path: Path) -> str:
-    with open(path, "rb") as f:
-        return hashlib.file_digest(f, "md5").hexdigest()
-
-
 def verify(path: str | Path) -> str:
     """Check an archive against its known checksum (MD5 for the official one, SHA-256 for the subset) and
     its folder's SHA256SUMS; ValueError naming the file if it differs. Returns its SHA-256 (the cache key)."""
@@ -61,7 +55,7 @@ def verify(path: str | Path) -> str:
     if path.name in KNOWN_SHA256 and digest != KNOWN_SHA256[path.name]:
         raise ValueError(f"checksum mismatch for {path}: expected SHA-256 {KNOWN_SHA256[path.name]}, got "
                          f"{digest}; the file is corrupt or was changed")
-    if path.name == OFFICIAL and (md5 := _md5(path)) != OFFICIAL_MD5:
+    if path.name == OFFICIAL and (md5 := files.digest(path, "md5")) != OFFICIAL_MD5:
         raise ValueError(f"checksum mismatch for {path}: expected MD5 {OFFICIAL_MD5} (the official archive), "
                          f"got {md5}; delete it and download it again (download=True)")
     files.verify_folder(path.parent, [path.name])

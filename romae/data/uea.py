@@ -255,13 +255,10 @@ def _download(name: str, uea: Path, progress: bool = True) -> list[Path]:
 
     A zip left by an interrupted run is reused (a partial download resumes); one that is not a zip or
     lacks the files is removed with an error, so the next call downloads it afresh."""
-    url = URL.format(name=name)
-    zip_path = uea / f"{name}.zip"
-    if not zip_path.is_file():
-        files.download_url(url, zip_path, progress=progress)
     folder = uea / name
-    folder.mkdir(parents=True, exist_ok=True)
-    try:
+
+    def unpack(zip_path: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
         with zipfile.ZipFile(zip_path) as zf:
             members = {base: _find_member(zf, base) for base in _split_files(name)}
             for base, member in members.items():
@@ -269,12 +266,10 @@ def _download(name: str, uea: Path, progress: bool = True) -> list[Path]:
                 with zf.open(member) as src, open(tmp, "wb") as dst:
                     shutil.copyfileobj(src, dst)
                 os.replace(tmp, folder / base)  # atomic, as in files.download_url
-    except (zipfile.BadZipFile, ValueError, EOFError) as e:
-        zip_path.unlink(missing_ok=True)
-        raise ValueError(f"{zip_path} (from {url}) is not a usable zip of {name} ({e}); removed it: try again "
-                         "(the archive may also not have this data set)") from None
+
+    files.fetch_archive(URL.format(name=name), uea / f"{name}.zip", unpack, what=f"zip of {name}", record=False,
+                        progress=progress)
     files.add_sums(folder, _split_files(name))  # the archive publishes no checksums: trust on first use
-    zip_path.unlink()
     return [folder / b for b in _split_files(name)]
 
 
