@@ -41,13 +41,14 @@ def name_sample(data, index: int, what: str) -> str:
     return f"sample {index} of {what}{shown}"
 
 
-def _require(ok: Tensor, message, detail=lambda: "") -> None:
-    """Raise ValueError if the boolean tensor `ok` is False. On GPUs the check is asynchronous (no
-    GPU -> CPU sync per forward, the slowdown the paper measured), so the detail is only given on CPU."""
+def _require(ok: Tensor, message, detail=lambda: "", error=None) -> None:
+    """Raise ValueError(message + detail()), or `error()` if given (e.g. a BadSample naming the sample), if
+    the boolean tensor `ok` is False. On GPUs the check is asynchronous (no GPU -> CPU sync per forward, the
+    slowdown the paper measured), so the detail is only given on CPU."""
     if _async_checks(ok.device):
         torch._assert_async(ok, message)
     elif not bool(ok):
-        raise ValueError(message + detail())
+        raise error() if error is not None else ValueError(message + detail())
 
 
 def check_pad_mask(pad_mask: Tensor | None, B: int, N: int) -> None:
@@ -58,10 +59,8 @@ def check_pad_mask(pad_mask: Tensor | None, B: int, N: int) -> None:
         raise ValueError(f"pad_mask must be a bool tensor of shape [{B}, {N}], "
                          f"got {pad_mask.dtype} {tuple(pad_mask.shape)}")
     empty = pad_mask.all(dim=1)
-    if _async_checks(empty.device):
-        torch._assert_async(~empty.any(), "a sample of the batch is all padding")
-    elif empty.any():
-        raise BadSample("", int(empty.nonzero()[0]), " is all padding")
+    _require(~empty.any(), "a sample of the batch is all padding",
+             error=lambda: BadSample("", int(empty.nonzero()[0]), " is all padding"))
 
 
 def random_mask(B: int, N: int, mask_ratio: float, pad_mask: Tensor | None = None,

@@ -37,31 +37,29 @@ def _reject_unknown(model: nn.Module, unknown: dict, accepted: tuple[str, ...]) 
 
 
 def _check_finite(name: str, bad: Tensor, x: Tensor) -> None:
-    """Raise BadSample for the first non-finite real token: bad [B, N] bool, x [B, N, ...]; on an
+    """Refuse the first non-finite real token (a BadSample naming it): bad [B, N] bool, x [B, N, ...]; on an
     accelerator, an asynchronous assert (no detail, no host read)."""
-    if masking._async_checks(bad.device):
-        torch._assert_async(~bad.any(), f"{name} must be finite")
-        return
-    if not bool(bad.any()):
-        return
-    b, n = bad.nonzero()[0].tolist()
-    v = x[b, n][~torch.isfinite(x[b, n])][0].item()
-    raise masking.BadSample(f"{name} must be finite, found {v} in ", b, f", token {n} (real, non-padded tokens must "
-                            "be finite: mark a missing observation as padding, pad_mask=True, or build the batch "
-                            "with romae.from_sequences)")
+    def error():
+        b, n = bad.nonzero()[0].tolist()
+        v = x[b, n][~torch.isfinite(x[b, n])][0].item()
+        return masking.BadSample(f"{name} must be finite, found {v} in ", b, f", token {n} (real, non-padded tokens "
+                                 "must be finite: mark a missing observation as padding, pad_mask=True, or build the "
+                                 "batch with romae.from_sequences)")
+
+    _require(~bad.any(), f"{name} must be finite", error=error)
 
 
 def _finite_labels(labels: Tensor) -> None:
-    """Raise BadSample naming the first sample whose float labels are not finite (NaN would only show as a
-    non-finite loss)."""
+    """Refuse the first sample whose float labels are not finite (NaN would only show as a non-finite loss)."""
     bad = ~torch.isfinite(labels.reshape(labels.shape[0], -1)).all(1)
-    if masking._async_checks(bad.device):
-        torch._assert_async(~bad.any(), "labels must be finite")
-    elif bool(bad.any()):
+
+    def error():
         b = int(bad.nonzero()[0, 0])
         v = labels[b][~torch.isfinite(labels[b])][0].item()
-        raise masking.BadSample(f"labels must be finite, found {v} for ", b, " (drop that sample, or give it a "
-                                "real target)")
+        return masking.BadSample(f"labels must be finite, found {v} for ", b, " (drop that sample, or give it a "
+                                 "real target)")
+
+    _require(~bad.any(), "labels must be finite", error=error)
 
 
 # ----------------------------------------------------------------------------- building blocks
