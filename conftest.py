@@ -6,7 +6,7 @@ overwriting the committed reports/. Kernels inherit this process's environment.
 
 A notebook whose data is not under the data root ($ROMAE_DATA, else <repo>/data) is not run by nbval:
 each of its cells is skipped with the reason, which names the data and the command that fetches it
-(`romae.reproduce.notebook_needs`, the check `make reproduce` makes before it runs a notebook).
+(`romae.reproduce.data_check`, the check `make reproduce` makes before it runs a notebook).
 """
 
 import os
@@ -35,11 +35,9 @@ def pytest_unconfigure(config):
 def _missing_data(notebook: Path) -> str:
     """'' if the notebook's data (default parameters, smoke profile) is here, else why it is skipped."""
     from romae import reproduce
-    from romae.data import catalog
 
     params, _ = reproduce.resolve_params(notebook, "smoke", {})
-    lacking = catalog.missing(reproduce.notebook_needs(notebook, params), params.get("data_root") or None)
-    return "; ".join(n.message(params.get("data_root") or None) for n in lacking)
+    return reproduce.data_check(notebook, params)[0]
 
 
 def pytest_collection_modifyitems(config, items):

@@ -161,8 +161,14 @@ def notebook_needs(path: Path, params: dict) -> list[catalog.Need]:
     return module.data_needs(**params)
 
 
-def data_root_of(params: dict) -> Path:
-    return files.data_root(params.get("data_root") or None)
+def data_check(path: Path, params: dict) -> tuple[str, str]:
+    """(why the notebook cannot run: its required data that is missing, with the commands that fetch it, or
+    ""; the optional data it will run without, or "") under its data root, with these parameters."""
+    needs = notebook_needs(path, params)
+    root = params.get("data_root") or None
+    lacking, optional = catalog.missing(needs, root), catalog.missing(needs, root, optional=True)
+    return ("; ".join(n.message(root) for n in lacking),
+            "; ".join(n.message(root).removeprefix("needs ") for n in optional))
 
 
 def show_params(overrides: dict) -> list[str]:
@@ -279,16 +285,13 @@ def run_notebook(source: Path, profile: str, reports: Path, timeout: float | Non
     row = dict(notebook=source.stem, profile=profile, device=device, seconds=0.0, commit=git_commit(), status="ok",
                error="", params=shown, note="", where="")
     try:
-        needs = notebook_needs(source, effective)
+        lacking, optional = data_check(source, effective)
     except Exception as e:  # e.g. a parameter its experiment refuses: this notebook fails, the others run
         return dict(row, status="failed", error=_first_line(e))
-    root = effective.get("data_root") or None
-    lacking = catalog.missing(needs, root)
     if lacking:  # nothing runs, nothing is published: the last good artefacts stay
-        return dict(row, status="skipped", note="; ".join(n.message(root) for n in lacking))
-    optional = catalog.missing(needs, root, optional=True)
+        return dict(row, status="skipped", note=lacking)
     if optional:
-        row["note"] = "ran without (optional) " + "; ".join(n.message(root).removeprefix("needs ") for n in optional)
+        row["note"] = f"ran without (optional) {optional}"
 
     import papermill  # slow import: only when running
 
