@@ -98,9 +98,7 @@ def _faithful(obj: Any) -> Any:
 
 def key_json(config: Any) -> str:
     """Stable JSON of a cache key: dataclasses, dicts, lists, numbers, strings; arrays, tensors and pandas
-    objects by the hash of their contents; anything else refused (`_faithful`)."""
-    if dataclasses.is_dataclass(config) and not isinstance(config, type):
-        config = dataclasses.asdict(config)
+    objects by the hash of their contents; anything else refused (`_faithful`, which takes dataclasses too)."""
     return json.dumps(config, sort_keys=True, default=_faithful)
 
 

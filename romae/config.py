@@ -15,8 +15,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-PROFILES = ("smoke", "quick", "paper")
-DEFAULT_WARMUP_FRACTION = 0.1  # TrainConfig's warm-up when none is given: 10 % of the run's real steps  # seconds on CI | reduced CPU run | the paper's settings
+PROFILES = ("smoke", "quick", "paper")  # seconds on CI | reduced CPU run | the paper's settings
+DEFAULT_WARMUP_FRACTION = 0.1  # TrainConfig's warm-up when none is given: 10 % of the run's real steps
 POS_ENCODINGS = ("rope", "rope_quantized", "absolute", "absolute_nd", "none")
 HEADS = ("cls", "mean", "tokens")
 

@@ -17,12 +17,12 @@ from romae.bench import _CPU_ATTENTION_FLOPS
 from romae.experiments import uea as U
 
 SHAPES = {  # name: stats as `U.stats` gives them
-    "Tiny": dict(n_train=30, n_test=30, channels=2, classes=3, max_len=20, min_len=20, smallest_class=10),
-    "ManyChannels": dict(n_train=267, n_test=173, channels=963, classes=7, max_len=101, min_len=101, smallest_class=30),
-    "ManyClasses": dict(n_train=3315, n_test=3353, channels=11, classes=39, max_len=152, min_len=152, smallest_class=85),
-    "VeryLong": dict(n_train=128, n_test=131, channels=6, classes=5, max_len=12589, min_len=12589, smallest_class=17),
-    "Unequal": dict(n_train=270, n_test=370, channels=12, classes=9, max_len=21, min_len=5, smallest_class=30),
-    "ManySeries": dict(n_train=25000, n_test=25000, channels=200, classes=10, max_len=27, min_len=1, smallest_class=2500),
+    "Tiny": dict(n_train=30, n_test=30, channels=2, classes=3, max_len=20, min_len=20),
+    "ManyChannels": dict(n_train=267, n_test=173, channels=963, classes=7, max_len=101, min_len=101),
+    "ManyClasses": dict(n_train=3315, n_test=3353, channels=11, classes=39, max_len=152, min_len=152),
+    "VeryLong": dict(n_train=128, n_test=131, channels=6, classes=5, max_len=12589, min_len=12589),
+    "Unequal": dict(n_train=270, n_test=370, channels=12, classes=9, max_len=21, min_len=5),
+    "ManySeries": dict(n_train=25000, n_test=25000, channels=200, classes=10, max_len=27, min_len=1),
 }
 
 

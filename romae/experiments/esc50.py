@@ -34,7 +34,6 @@ from ..images import mae_reconstruction
 from ..config import RoMAEConfig, TrainConfig, check_profile, size
 from ..data import audioset, esc50, librispeech
 from ..data.catalog import Need, require
-from ..data.files import DataMissing
 from ..model import RoMAEForPreTraining
 from ..recipe import pretrain_finetune
 from ..reference import peer_values
@@ -221,10 +220,7 @@ def run(profile: str = "smoke", data_root=None, reports_dir=None, cache_dir=None
         **overrides) -> dict:
     """Pre-train (per source), fine-tune per split and seed (and from scratch); record accuracy (%)."""
     cfg = config(profile, **overrides)
-    require(data_needs(profile, audioset_dir=cfg.audioset_dir or ""), data_root)
-    ok, message = find(cfg, data_root)
-    if not ok:
-        raise DataMissing(message)
+    require(data_needs(profile, audioset_dir=cfg.audioset_dir or ""), data_root)  # DataMissing with the fetch command
     t0 = time.perf_counter()
     d = esc50.load(data_root, source="official" if cfg.protocol == "5fold" else "auto", progress=cfg.progress)
     specs = spectrograms(d["waves"], num_mel_bins=cfg.mel_bins)

@@ -35,7 +35,7 @@ from .. import cost
 from ..builders import from_sequences
 from ..config import RoMAEConfig, TrainConfig, as_list, check_profile, size
 from ..data import files, uea
-from ..data.catalog import Need
+from ..data.catalog import Need, require
 from ..model import RoMAEForPrediction, RoMAEForPreTraining, prediction_config
 from ..recipe import plot_learning_curves as plot_histories, pretrain_finetune
 from ..reference import peer_values
@@ -252,12 +252,11 @@ def build(name: str, cfg: UEARun, root=None, raw: dict | None = None) -> dict:
 
 def stats(raw: dict, cfg: UEARun) -> dict:
     """Sizes a plan needs: series per split, channels, classes, and the longest series after the drop."""
-    tr, _, labels = _subset(raw["train"], cfg, 1)
+    tr, _, _ = _subset(raw["train"], cfg, 1)
     te, _, _ = _subset(raw["test"], cfg, 2)
     kept = [len(x) - int(len(x) * cfg.drop) for x in tr + te]
-    counts = pd.Series(labels).value_counts()
     return dict(n_train=len(tr), n_test=len(te), channels=raw["train"].n_channels, classes=len(raw["classes"]),
-                max_len=max(kept), min_len=min(kept), smallest_class=int(counts.min()))
+                max_len=max(kept), min_len=min(kept))
 
 
 def _steps(epochs: int, n: int, batch: int) -> int:
@@ -317,8 +316,8 @@ def plan(cfg: UEARun, name: str, st: dict) -> tuple[UEARun, list[str], float]:
     budget = cfg.budget_minutes * 60
 
     def capped(c: UEARun) -> UEARun | None:  # the largest common fraction of the steps that fits, or None
-        full = dict(pretrain=schedule(dataclasses.replace(c, max_steps=None), name, st)["pretrain"],
-                    finetune=max(schedule(dataclasses.replace(c, max_steps=None), name, st)["finetune"]))
+        uncapped = schedule(dataclasses.replace(c, max_steps=None), name, st)
+        full = dict(pretrain=uncapped["pretrain"], finetune=max(uncapped["finetune"]))
         caps = {k: min(v, c.max_steps or v) for k, v in full.items()}
         lo, hi = 0.0, 1.0
         for _ in range(30):  # bisect the fraction
@@ -482,8 +481,6 @@ def run(profile: str = "smoke", datasets=None, data_root=None, reports_dir=None,
     """Run every dataset found (of `datasets`; default Table 6's five and every other one under the data
     root), record rows, save the table. A dataset found that is not a classification dataset is skipped
     (said in `skipped`); DataMissing if none of `datasets` is there."""
-    from ..data.catalog import require
-
     explicit = bool(as_list(datasets, "datasets"))
     cfg = config(profile, datasets, data_root)
     require(data_needs(profile, list(cfg.datasets), data_root or ""), data_root)
