@@ -4,7 +4,9 @@
 #   make bench       benchmarks: model sizes (Table 8), Table 9 timings, roofline -> reports/benchmarks/
 #   make reproduce   run the notebooks with papermill -> reports/ (PROFILE=smoke|quick|paper, ONLY=00,03,
 #                    DATASETS=JapaneseVowels,Epilepsy for notebook 12, PARAMS="name=value ...", DOWNLOAD=1 to
-#                    fetch the data the selected notebooks need first)
+#                    fetch the data the selected notebooks need first; DEVICE=cpu|cuda; MAX_STEPS=2: a dry run
+#                    into reports/dry-run/; PRECISION=tf32|bf16: a named deviation; GPU_MEMORY=80: GB to plan for)
+#                    PROFILE=paper stops before training when torch sees no accelerator, unless DEVICE=cpu
 #   make data        download the public datasets the notebooks use (all of them; NAMES=physionet2012,uea:Epilepsy
 #                    for some; MIRROR=<url> fetches from a mirror laid out as <url>/<host>/<path>;
 #                    `.venv/bin/python -m romae.data status` lists what is here)
@@ -23,6 +25,12 @@ PARAMS ?=
 DOWNLOAD ?=
 NAMES ?=
 MIRROR ?=
+DEVICE ?=
+MAX_STEPS ?=
+PRECISION ?=
+GPU_MEMORY ?=
+# a CUDA build of torch for `make venv` (e.g. https://download.pytorch.org/whl/cu128); empty: pip's default
+TORCH_INDEX ?=
 # nbval runs every cell of every notebook in its default profile (smoke), serially (2 cores); no
 # notebooks yet -> only tests/ (so pytest never ends with "no tests ran")
 NBVAL := $(if $(wildcard notebooks/*.ipynb),--nbval-lax --nbval-current-env notebooks)
@@ -41,6 +49,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml
 	@test -x $(VPY) || $(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install -q --upgrade pip
+	$(if $(TORCH_INDEX),$(VPY) -m pip install -q --index-url $(TORCH_INDEX) "$$(grep -o 'torch==[0-9.]*' pyproject.toml)")
 	$(VPY) -m pip install -q -e ".[notebooks,test]"
 	@touch $@
 
@@ -58,7 +67,9 @@ bench: venv
 reproduce: venv
 	$(VPY) -m romae.reproduce --profile $(PROFILE) $(if $(ONLY),--only $(ONLY)) \
 		$(if $(DATASETS),--param datasets=$(DATASETS)) $(foreach p,$(PARAMS),--param $(p)) \
-		$(if $(filter 1 yes true,$(DOWNLOAD)),--download) $(if $(MIRROR),--mirror $(MIRROR))
+		$(if $(filter 1 yes true,$(DOWNLOAD)),--download) $(if $(MIRROR),--mirror $(MIRROR)) \
+		$(if $(DEVICE),--device $(DEVICE)) $(if $(MAX_STEPS),--max-steps $(MAX_STEPS)) \
+		$(if $(PRECISION),--precision $(PRECISION)) $(if $(GPU_MEMORY),--gpu-memory $(GPU_MEMORY))
 
 # downloads into $ROMAE_DATA, else ./data/; resumes a cut download; verifies or records checksums
 data: venv

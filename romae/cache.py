@@ -32,6 +32,8 @@ from typing import Any, Callable
 
 import torch
 
+from . import runtime
+
 
 try:
     import fcntl
@@ -193,6 +195,8 @@ def cached(name: str, config: Any, compute: Callable[[], Any], cache_dir: str | 
     The result (anything torch.save can store: dicts, tensors, lists, numbers) is stored beside its
     config, code version and sha256. `code`: the code version to key on (default `code_version()`).
     """
+    if runtime.dry_run():  # a dry run's few steps are never read from nor written to the cache
+        return compute()
     folder = Path(cache_dir) if cache_dir else CACHE
     code = code_version() if code is None else code
     key = f"{name}-{config_hash(config)}-{hashlib.sha256(code.encode()).hexdigest()[:8]}"

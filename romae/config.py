@@ -59,7 +59,7 @@ class EncoderConfig:
     depth: int = 12  # Table 8
     d_ff: int | None = None  # MLP width; None = 4 * d_model (Table 8, authors' code)
     dropout: float = 0.0  # on attention probabilities and the MLP output (authors' code; App. A.2 differs)
-    drop_path: float = 0.0  # stochastic depth lambda: block l of N dropped with lambda * l / (N - 1)
+    drop_path: float = 0.0  # stochastic depth: block l of N at lambda*l/(N-1), authors' code (deviation: App. A.2 lambda*m/N)
     norm_eps: float = 1e-12  # RMSNorm epsilon (authors' code)
 
     def __post_init__(self):
@@ -200,6 +200,10 @@ class TrainConfig:
     checkpoint_every: int | None = None  # checkpoint every N steps (None = only at the end)
     log_every: int = 10  # history row every N steps
     progress: bool = True  # tqdm progress bar
+    micro_batch: int | None = None  # per process: the batch goes through in forwards of this many samples whose
+    #                                 gradients add up to the whole batch's (gradient accumulation; the loss is
+    #                                 normalised over the whole batch's real tokens); None = one forward
+    processes: int | None = None  # the process count the run was planned for: fit refuses another (None: any)
     length_buckets: int = 0  # > 0: batches of similar length (padded data; see romae.train.fit), 0 = uniform
     compile: bool = False  # torch.compile the training steps (romae.train.compile_model); the first step
     #                        compiles (its time is a history row); results equal up to float rounding;
@@ -219,6 +223,10 @@ class TrainConfig:
             raise ValueError(f"warmup_fraction must lie in [0, 1), got {self.warmup_fraction}")
         if not self.lr > 0:
             raise ValueError(f"lr must be positive, got {self.lr}")
+        for name in ("micro_batch", "processes"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or int(value) != value or value < 1):
+                raise ValueError(f"{name} must be a whole number >= 1 (or None), got {value!r}")
         if self.length_buckets < 0:
             raise ValueError(f"length_buckets must be >= 0, got {self.length_buckets}")
 

@@ -49,6 +49,11 @@ def _check_finite(name: str, bad: Tensor, x: Tensor) -> None:
     _require(~bad.any(), f"{name} must be finite", error=error)
 
 
+def _wide(x: Tensor) -> Tensor:
+    """Losses in float32 at least: bf16 / fp16 outputs are widened, float64 (tests) stays float64."""
+    return x if x.dtype == torch.float64 else x.float()
+
+
 def _finite_labels(labels: Tensor) -> None:
     """Refuse the first sample whose float labels are not finite (NaN would only show as a non-finite loss)."""
     bad = ~torch.isfinite(labels.reshape(labels.shape[0], -1)).all(1)
@@ -229,6 +234,9 @@ class RoMAETrunk(nn.Module):
     def __init__(self, cfg: RoMAEConfig):
         super().__init__()
         self.cfg = cfg
+        # what the last loss averaged over (real hidden tokens, weighted targets, ...): romae.train's gradient
+        # accumulation normalises the summed micro-batch losses by the whole batch's count
+        self.loss_count: Tensor | None = None
         d = cfg.encoder.d_model
         self.embed = nn.Linear(cfg.token_dim, d)  # linear patch embedding with bias (authors' code)
         self.cls_token = nn.Parameter(torch.zeros(1, 1, d)) if cfg.use_cls else None
@@ -380,11 +388,13 @@ class RoMAEForPreTraining(RoMAETrunk):
             var = centred.pow(2).sum(-1, keepdim=True) / (target.shape[-1] - 1)
             target = centred / (var + 1e-6).sqrt()
         if pad_mask is None:  # every token counts: one fused kernel forward and backward
-            return F.mse_loss(pred.float(), target.float())
-        err = (pred.float() - target.float()).pow(2).mean(dim=-1)  # [B, N_hid]
+            self.loss_count = _wide(pred).new_tensor(pred.shape[0] * pred.shape[1])
+            return F.mse_loss(_wide(pred), _wide(target))
+        err = (_wide(pred) - _wide(target)).pow(2).mean(dim=-1)  # [B, N_hid]
         real = ~pad_mask.gather(1, hidden_idx)
-        denom = err.numel() if self.cfg.loss_counts_padding else real.sum().clamp(min=1)
-        return (err * real).sum() / denom
+        count = real.sum().to(err.dtype)
+        self.loss_count = err.new_tensor(err.numel()) if self.cfg.loss_counts_padding else count
+        return (err * real).sum() / (err.numel() if self.cfg.loss_counts_padding else count.clamp(min=1))
 
     ACCEPTS = ("values", "positions", "mask", "pad_mask", "labels")
 
@@ -452,10 +462,11 @@ class RoMAEForPrediction(RoMAETrunk):
         if not torch.is_tensor(labels):
             raise TypeError(f"labels must be a torch.Tensor, got {type(labels).__name__}")
         if self.cfg.task == "classification":
-            logits = out.reshape(-1, out.shape[-1]).float()
+            logits = _wide(out.reshape(-1, out.shape[-1]))
             if labels.is_floating_point() and labels.shape == out.shape:  # class probabilities
                 _finite_labels(labels)
-                return F.cross_entropy(logits, labels.reshape(logits.shape).float(),
+                self.loss_count = logits.new_tensor(logits.shape[0])
+                return F.cross_entropy(logits, labels.reshape(logits.shape).to(logits.dtype),
                                        label_smoothing=self.cfg.label_smoothing)
             if labels.is_floating_point() or labels.is_complex():
                 raise ValueError(f"classification labels must be integer class indices {list(out.shape[:-1])} "
@@ -471,17 +482,21 @@ class RoMAEForPrediction(RoMAETrunk):
             _require(~bad.any(), f"class labels must lie in [0, n_outputs={self.cfg.n_outputs})",
                      lambda: f", found {target[bad][0].item()}")
             weight = None if self.cfg.class_weights is None else logits.new_tensor(self.cfg.class_weights)
+            counted = (target != -100).to(logits.dtype)  # what cross-entropy's mean divides by: its weights of real targets
+            self.loss_count = counted.sum() if weight is None else (weight[target.clamp(min=0)] * counted).sum()
             return F.cross_entropy(logits, target, weight=weight, label_smoothing=self.cfg.label_smoothing)
         if labels.numel() != out.numel():
             raise ValueError(f"regression labels must have {list(out.shape)} entries, got {list(labels.shape)}")
-        labels = labels.reshape(out.shape).float()
+        labels = _wide(labels.reshape(out.shape))
         if self.cfg.head == "tokens" and pad_mask is not None:  # targets at padded tokens: ignored, like values
             labels = labels.masked_fill(pad_mask.unsqueeze(-1), 0.0)
         _finite_labels(labels)
-        err = (out.float() - labels).pow(2)
+        err = (_wide(out) - labels).pow(2)
         if self.cfg.head == "tokens" and pad_mask is not None:
-            real = (~pad_mask).unsqueeze(-1).float()
-            return (err * real).sum() / (real.sum() * err.shape[-1])
+            real = (~pad_mask).unsqueeze(-1).to(err.dtype)
+            self.loss_count = real.sum() * err.shape[-1]
+            return (err * real).sum() / self.loss_count
+        self.loss_count = err.new_tensor(err.numel())
         return err.mean()
 
     @classmethod

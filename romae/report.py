@@ -24,6 +24,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 
+from . import runtime
 from .reference import artefacts, paper_values
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -96,9 +97,11 @@ def record(experiment: str, setting: str, metric: str, ours: float, *, profile: 
         raise ValueError(f"unknown profile {profile!r}; choose one of {', '.join(PROFILE_RANK)}")
     if not math.isfinite(float(ours)):
         raise ValueError(f"{experiment} / {setting} / {metric}: result is not finite ({ours})")
+    ran = runtime.notes()  # a dry run, a precision other than FP32: said in every row
     row = dict(experiment=experiment, setting=setting, metric=metric, ours=float(ours),
-               ours_std=None if ours_std is None else float(ours_std), n_seeds=int(n_seeds),
-               profile=profile, device=device or device_label(), note=note)
+               ours_std=None if ours_std is None else float(ours_std), n_seeds=int(n_seeds), profile=profile,
+               device=device or f"{device_label(runtime.current().device)}; {runtime.stack_label()}",
+               note="; ".join(x for x in (ran, note) if x))
     if writer():  # one writer in a distributed run
         upsert_results(pd.DataFrame([row]), reports_path(reports_dir) / "results.csv")
     return row

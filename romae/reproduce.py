@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import dataclasses
 import csv
 import html
 import importlib
@@ -60,13 +61,14 @@ from pathlib import Path
 import nbformat
 import pandas as pd
 
-from . import report
+from . import report, runtime
 from .config import PROFILES, as_list, check_profile
 from .data import catalog, files
 
 ROOT = report.ROOT
 NOTEBOOKS = ROOT / "notebooks"
-RUN_COLUMNS = ["notebook", "profile", "device", "seconds", "commit", "status", "error", "params", "note"]
+RUN_COLUMNS = ["notebook", "profile", "device", "seconds", "commit", "status", "error", "params", "note", "torch",
+               "cuda", "precision", "processes"]
 # MathJax 2.7 as shipped by jupyter-server-mathjax: the combined TeX + HTML-CSS configuration and the
 # files it loads on demand (STIX web fonts; no SVG output, no translations) -- about 2.5 MB.
 MATHJAX_PARTS = ("MathJax.js", "LICENSE", "config/TeX-AMS-MML_HTMLorMML-full.js", "config/Safe.js",
@@ -283,7 +285,7 @@ def run_notebook(source: Path, profile: str, reports: Path, timeout: float | Non
     effective, overrides = resolve_params(source, profile, params or {})
     shown = "; ".join(show_params(overrides))
     row = dict(notebook=source.stem, profile=profile, device=device, seconds=0.0, commit=git_commit(), status="ok",
-               error="", params=shown, note="", where="")
+               error="", params=shown, note="", where="", **runtime.stack())
     try:
         lacking, optional = data_check(source, effective)
     except Exception as e:  # e.g. a parameter its experiment refuses: this notebook fails, the others run
@@ -533,6 +535,18 @@ def _interrupt(signum, frame):
 
 
 def main(argv: list[str] | None = None) -> int:
+    saved = {k: os.environ.get(k) for k in runtime.ENV}
+    try:
+        return _main(argv)
+    finally:  # the runtime was this run's (tests call main in one process): put the environment back
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _main(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="python -m romae.reproduce", description=__doc__.split("\n")[0])
     parser.add_argument("--profile", default="quick", help=f"one of {', '.join(PROFILES)} (default quick)")
     parser.add_argument("--only", default="all", help="comma-separated notebook numbers, e.g. 00,03")
@@ -547,6 +561,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="reports folder (default: the ROMAE_REPORTS setting if set, else <repo>/reports)")
     parser.add_argument("--notebooks", default=str(NOTEBOOKS), help="notebooks folder (default <repo>/notebooks)")
     parser.add_argument("--timeout", type=float, default=None, help="per-cell time limit in seconds")
+    parser.add_argument("--device", choices=runtime.DEVICES, default=None,
+                        help="train on this device (default: an accelerator if there is one; the paper profile "
+                             "refuses to start without one unless --device cpu)")
+    parser.add_argument("--max-steps", type=int, default=None, metavar="N",
+                        help="a dry run: every training stops after N optimiser steps, on micro-batches capped on "
+                             "the CPU; nothing is cached, reports go to <reports>/dry-run/<profile>/")
+    parser.add_argument("--precision", choices=runtime.PRECISIONS, default=None,
+                        help="tf32 | bf16: a named deviation from the profile's FP32, said in every row")
+    parser.add_argument("--gpu-memory", type=float, default=None, metavar="GB",
+                        help="memory per device the plan fits micro-batches into (default: the device's own)")
     args = parser.parse_args(argv)
     _INTERRUPTED.clear()
     try:
@@ -560,16 +584,28 @@ def main(argv: list[str] | None = None) -> int:
                              + "; ".join(f"{n}: {', '.join(d)}" for n, d in declared.items()) + ")")
         for nb in notebooks:  # convert now: a bad value is a usage error, before anything runs
             resolve_params(nb, profile, params)
+        given = dict(device=args.device, max_steps=args.max_steps, precision=args.precision,
+                     gpu_memory_gb=args.gpu_memory)  # over the ROMAE_* settings of the environment, if any
+        rt = dataclasses.replace(runtime.current(), **{k: v for k, v in given.items() if v is not None})
     except ValueError as e:
         parser.error(str(e))
+    try:  # before anything runs: the paper profile on a machine without an accelerator is a mistake, unless asked
+        os.environ.update(rt.env())  # the kernels inherit it: every fit in them honours device, precision, dry run
+        runtime.require_accelerator(profile, f"`make reproduce PROFILE={profile}`")
+    except runtime.NoAccelerator as e:
+        print(f"== STOPPED before any training: {e}", file=sys.stderr, flush=True)
+        return 2
     reports = report.reports_path(args.reports).resolve()
-    if profile == "smoke" and not args.reports:  # seconds-long CI runs never touch the front page
+    if rt.dry_run and not args.reports:  # a dry run's numbers are not results: their own git-ignored tree
+        reports = reports / "dry-run" / profile
+    elif profile == "smoke" and not args.reports:  # seconds-long CI runs never touch the front page
         reports = reports / "smoke"
     reports.mkdir(parents=True, exist_ok=True)
     clean_stale_staging(reports)
-    device = report.device_label()
-    print(f"== reproduce: {len(notebooks)} notebook(s), profile {profile}, {device} -> {reports}; data root "
-          f"{files.describe_root()}", flush=True)
+    device = report.device_label(rt.device)
+    print(f"== reproduce: {len(notebooks)} notebook(s), profile {profile}"
+          + (f", DRY RUN ({rt.max_steps} optimiser steps per training)" if rt.dry_run else "")
+          + f", {device}, {runtime.stack_label()} -> {reports}; data root {files.describe_root()}", flush=True)
     if args.download:
         for nb in notebooks:
             effective, _ = resolve_params(nb, profile, params)
@@ -592,7 +628,7 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 row = run_notebook(nb, profile, reports, args.timeout, device, params)
             except KeyboardInterrupt:
-                row = dict(notebook=nb.stem, profile=profile, device=device, commit=git_commit(),
+                row = dict(notebook=nb.stem, profile=profile, device=device, commit=git_commit(), **runtime.stack(),
                            seconds=round(time.perf_counter() - start, 1), status="interrupted",
                            error="interrupted (SIGINT/SIGTERM); the previous artefacts are unchanged")
                 interrupted = True

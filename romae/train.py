@@ -43,7 +43,7 @@ from torch.utils.data import default_collate
 from tqdm import tqdm  # plain text bars: no ipywidgets needed in notebooks
 
 from romae.config import TrainConfig
-from romae import masking
+from romae import masking, runtime
 from romae.data.files import sha256
 
 try:
@@ -381,6 +381,22 @@ def _lock(out_dir: str | Path):
         os.close(fd)
 
 
+@contextlib.contextmanager
+def _matmul_precision(precision: str):
+    """TF32 matrix products for the `with` block when precision is "tf32" (a named deviation: FP32 inputs,
+    10-bit mantissa products on Ampere and later GPUs); the previous settings are restored after."""
+    saved = (torch.get_float32_matmul_precision(), torch.backends.cuda.matmul.allow_tf32,
+             torch.backends.cudnn.allow_tf32)
+    if precision == "tf32":
+        torch.set_float32_matmul_precision("high")
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(saved[0])
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved[1:]
+
+
 def _on_main(accelerator, fn):
     """fn() on the main process only; every process returns its result or raises its exception, so a
     failure there does not leave the others waiting at the next collective."""
@@ -489,21 +505,23 @@ def _nonfinite(value: float, step: int) -> RuntimeError:
 
 
 def _train_step(model, optimizer, scheduler, batch: dict, accelerator, params: list, cfg: TrainConfig,
-                step: int, check: bool = True) -> tuple[float | torch.Tensor, torch.Tensor]:
+                step: int, check: bool = True, inner=None) -> tuple[float | torch.Tensor, torch.Tensor]:
     """One optimiser step on `batch`; returns (loss, gradient norm before clipping: scalar tensor).
 
     `check`: read the loss back and refuse a non-finite one before the update (a NaN step would poison
     the weights). Without it (accelerators: no device sync per step) the loss stays a tensor for
-    `_check_losses`, which runs before anything is logged or saved."""
+    `_check_losses`, which runs before anything is logged or saved.
+
+    With a micro-batch (cfg.micro_batch) or several processes, see `_accumulate`; else one forward and
+    backward of the batch's loss, as it always was."""
     optimizer.zero_grad(set_to_none=True)
-    _, loss = model(**batch)
-    if check:
-        value = loss.item()
-        if not math.isfinite(value):
-            raise _nonfinite(value, step + 1)
+    n_proc = accelerator.num_processes
+    if cfg.micro_batch is None and n_proc == 1:
+        _, loss = model(**batch)
+        value = _checked(loss, step, check)
+        accelerator.backward(loss)
     else:
-        value = loss.detach().float()
-    accelerator.backward(loss)
+        value = _accumulate(model, inner if inner is not None else model, batch, accelerator, params, cfg, step, check)
     if cfg.grad_clip:
         grad_norm = accelerator.clip_grad_norm_(params, cfg.grad_clip)
     else:  # the same norm, without the (no-op) rescaling
@@ -511,6 +529,57 @@ def _train_step(model, optimizer, scheduler, batch: dict, accelerator, params: l
     optimizer.step()
     scheduler.step()
     return value, grad_norm.detach().float()
+
+
+def _checked(loss: torch.Tensor, step: int, check: bool) -> float | torch.Tensor:
+    if not check:
+        return loss.detach().float()
+    value = loss.item()
+    if not math.isfinite(value):
+        raise _nonfinite(value, step + 1)
+    return value
+
+
+def _micro_batches(batch: dict, size: int) -> list[dict]:
+    """A batch dict cut along dim 0 into pieces of `size` samples (the last may be smaller)."""
+    n = next(len(v) for v in batch.values() if torch.is_tensor(v))
+    return [{k: v[i:i + size] if torch.is_tensor(v) else v for k, v in batch.items()} for i in range(0, n, size)]
+
+
+def _accumulate(model, inner, batch: dict, accelerator, params: list, cfg: TrainConfig, step: int,
+                check: bool) -> float | torch.Tensor:
+    """Gradients of the whole global batch's loss from micro-batch forwards -> the batch's loss.
+
+    A loss that is a mean over a data-dependent count (real hidden tokens with padding, weighted targets) is
+    not the mean of the micro-batches' means: each micro-batch's loss is multiplied back into its sum by the
+    count it averaged over (`model.loss_count`, set by RoMAE models; otherwise its number of samples), the
+    sums' gradients are added up (DDP synchronises only at the last), and the gradients are divided by the
+    count summed over micro-batches and processes. So k micro-batches on P processes give the update of one
+    batch of the same samples in one forward, up to float rounding."""
+    pieces = _micro_batches(batch, cfg.micro_batch or len(next(v for v in batch.values() if torch.is_tensor(v))))
+    sums, counts = [], []
+    for i, piece in enumerate(pieces):
+        last = i == len(pieces) - 1
+        with contextlib.nullcontext() if last else accelerator.no_sync(model):
+            _, loss = model(**piece)
+            _checked(loss, step, check)
+            count = getattr(inner, "loss_count", None)
+            if count is None:
+                count = len(next(v for v in piece.values() if torch.is_tensor(v)))
+            count = torch.as_tensor(count, dtype=loss.dtype, device=loss.device).detach()
+            accelerator.backward(loss * count)
+        sums.append(loss.detach() * count)
+        counts.append(count)
+    total = torch.stack([torch.stack(sums).sum(), torch.stack(counts).sum()])
+    if accelerator.num_processes > 1:
+        total = accelerator.reduce(total, reduction="sum")
+    # DDP averaged the processes' gradients; the batch's are their sum over the count: x P / count
+    scale = accelerator.num_processes / total[1].clamp(min=1)
+    for p in params:
+        if p.grad is not None:
+            p.grad.mul_(scale.to(p.grad.dtype))
+    value = total[0] / total[1].clamp(min=1)
+    return value.item() if check else value
 
 
 def _check_losses(pending: list[tuple[int, torch.Tensor]]) -> None:
@@ -663,13 +732,26 @@ def fit(model: torch.nn.Module, train_data, cfg: TrainConfig, *, val_data=None,
         raise ValueError(f"metrics {list(metric_fns)} are computed on validation data: pass val_data=")
     if len(train_data) == 0:
         raise ValueError("fit: the training dataset is empty")
+    rt = runtime.current()  # what `make reproduce` asked of this process: device, precision, dry run
+    device = device or rt.device
+    precision = rt.precision or ("bf16" if cfg.bf16 else "fp32")
     _seed_everything(cfg.seed)
     # AcceleratorState is a process-wide singleton that refuses a second precision; reset it (the
     # process group, in PartialState, stays) so successive fits in one process may differ in bf16.
     AcceleratorState._reset_state()
-    accelerator = Accelerator(mixed_precision="bf16" if cfg.bf16 else "no", cpu=(device == "cpu"))
+    accelerator = Accelerator(mixed_precision="bf16" if precision == "bf16" else "no", cpu=(device == "cpu"))
     n_proc, rank, main = accelerator.num_processes, accelerator.process_index, accelerator.is_main_process
+    if cfg.processes is not None and cfg.processes != n_proc:
+        raise ValueError(f"this run was planned for {cfg.processes} process(es) (its per-process batch and step "
+                         f"count assume it), but {n_proc} are running; launch it with `accelerate launch "
+                         f"--num_processes {cfg.processes}` or set processes={n_proc} in the experiment")
+    if rank:  # each process draws its own masks and dropout (process 0 draws what a single process would)
+        _seed_everything(cfg.seed + rank)
     dev = accelerator.device  # where batches go: this process's GPU, or the CPU
+    if rt.dry_run:  # the model and sequence length as given, a batch of two micro-batches, a few steps
+        batch_size, micro = runtime.dry_batch(cfg.batch_size, cfg.micro_batch, dev.type)
+        cfg = dataclasses.replace(cfg, batch_size=batch_size, micro_batch=micro)
+        max_steps = rt.max_steps if max_steps is None else min(max_steps, rt.max_steps)
     steps_per_epoch = math.ceil(len(train_data) / (cfg.batch_size * n_proc))
     total_steps = steps_per_epoch * cfg.epochs
     stop = total_steps if max_steps is None else min(max_steps, total_steps)
@@ -692,6 +774,7 @@ def fit(model: torch.nn.Module, train_data, cfg: TrainConfig, *, val_data=None,
     saved_config = {**(dataclasses.asdict(config) if dataclasses.is_dataclass(config) else config or {}),
                     "train": cfg.to_dict()}
     with contextlib.ExitStack() as held:  # out_dir's lock, released when fit ends, however it ends
+        held.enter_context(_matmul_precision(precision))
         if out is not None:
             _on_main(accelerator, lambda: held.enter_context(_lock(out)))
             _on_main(accelerator, lambda: _repair_swap(ckpt))
@@ -768,7 +851,7 @@ def fit(model: torch.nn.Module, train_data, cfg: TrainConfig, *, val_data=None,
                 t_step = time.perf_counter()
                 with _naming_samples(train_data, idx, "the training data"):
                     loss, grad_norm = _train_step(train_model, optimizer, scheduler, batch, accelerator, params, cfg,
-                                                  step, check=not deferred)
+                                                  step, check=not deferred, inner=inner)
                 step += 1
                 if deferred:
                     pending.append((step, loss))
@@ -837,12 +920,19 @@ def fit_cached(name: str, model_cls, model_cfg, data, cfg: TrainConfig, key: dic
     """
     from .cache import cached, code_version, config_hash  # the cache module is independent of training
 
-    key = dict(key, model=model_cfg.to_dict(), train={k: v for k, v in cfg.to_dict().items() if k != "progress"},
-               init_seed=seed)
+    rt = runtime.current()
+    # micro_batch is how the batch goes through memory, not what is learnt (equal up to rounding): a run
+    # planned for another GPU's memory is the same run; processes (a planning fact) counts once set
+    train = {k: v for k, v in cfg.to_dict().items() if k not in ("progress", "micro_batch")}
+    if train["processes"] is None:
+        del train["processes"]
+    key = dict(key, model=model_cfg.to_dict(), train=train, init_seed=seed)
+    if rt.precision is not None and rt.precision != ("bf16" if cfg.bf16 else "fp32"):
+        key["precision"] = rt.precision  # a named deviation: another result
     # the code version too: a checkpoint folder of other code must not be resumed (a finished one would be
     # returned as it is, and cached under the new code's key)
     run_id = f"{name}-{config_hash(dict(key, code=code_version()))}"
-    out_dir = Path(__file__).resolve().parents[1] / "runs" / run_id if checkpoints else None
+    out_dir = Path(__file__).resolve().parents[1] / "runs" / run_id if checkpoints and not rt.dry_run else None
 
     def compute():
         torch.manual_seed(seed)  # model initialisation

@@ -1,0 +1,143 @@
+"""How this process runs its trainings: device, precision, dry run. Not what a run *is* (that is its configs).
+
+`make reproduce` (romae.reproduce) sets these for a notebook's kernel through environment variables, so that
+every `fit` in it honours them without a notebook parameter of its own:
+
+    ROMAE_DEVICE=cpu|cuda        where to train (unset: an accelerator if there is one, else the CPU)
+    ROMAE_MAX_STEPS=2            a dry run: every training stops after 2 optimiser steps, the results cache
+                                 is neither read nor written, micro-batches are capped on the CPU
+    ROMAE_PRECISION=fp32|tf32|bf16   a named deviation from the profile's precision (the paper: FP32)
+    ROMAE_GPU_MEMORY=80          GB per device the plan fits micro-batches into (unset: the device's own)
+
+`current()` reads them; `describe()` is what runs.csv and every result row record about the machine.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import torch
+
+PRECISIONS = ("fp32", "tf32", "bf16")
+DEVICES = ("cpu", "cuda")
+ENV = ("ROMAE_DEVICE", "ROMAE_MAX_STEPS", "ROMAE_PRECISION", "ROMAE_GPU_MEMORY")
+DRY_MICRO_CPU = 4  # a dry run on the CPU: at most this many samples per micro-batch, two micro-batches a step
+
+
+@dataclass(frozen=True)
+class Runtime:
+    device: str | None = None  # "cpu" | "cuda" | None (an accelerator if available)
+    max_steps: int | None = None  # a dry run: optimiser steps per training
+    precision: str | None = None  # None: each TrainConfig's own (fp32 unless bf16=True)
+    gpu_memory_gb: float | None = None  # the plan's memory per device (None: the device's own)
+
+    def __post_init__(self):
+        if self.device not in (None, *DEVICES):
+            raise ValueError(f"device must be one of {DEVICES} (or unset), got {self.device!r}")
+        if self.precision not in (None, *PRECISIONS):
+            raise ValueError(f"precision must be one of {PRECISIONS} (or unset), got {self.precision!r}")
+        if self.max_steps is not None and self.max_steps < 1:
+            raise ValueError(f"max_steps must be >= 1, got {self.max_steps}")
+        if self.gpu_memory_gb is not None and not self.gpu_memory_gb > 0:
+            raise ValueError(f"gpu memory must be > 0 GB, got {self.gpu_memory_gb}")
+
+    @property
+    def dry_run(self) -> bool:
+        return self.max_steps is not None
+
+    def env(self) -> dict[str, str]:
+        """The environment variables that give a child process (a notebook's kernel) this runtime."""
+        values = dict(zip(ENV, (self.device, self.max_steps, self.precision, self.gpu_memory_gb)))
+        return {k: str(v) for k, v in values.items() if v is not None}
+
+
+def _number(name: str, kind):
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return None
+    try:
+        return kind(text)
+    except ValueError:
+        raise ValueError(f"{name}={text!r} is not a {kind.__name__}") from None
+
+
+def current() -> Runtime:
+    """The runtime the environment asks for (see the module's docstring); ValueError naming a bad value."""
+    return Runtime(device=os.environ.get("ROMAE_DEVICE", "").strip() or None, max_steps=_number("ROMAE_MAX_STEPS", int),
+                   precision=os.environ.get("ROMAE_PRECISION", "").strip() or None,
+                   gpu_memory_gb=_number("ROMAE_GPU_MEMORY", float))
+
+
+def dry_run() -> bool:
+    return current().dry_run
+
+
+def accelerator_name() -> str | None:
+    """The accelerator torch sees ("NVIDIA H100 80GB HBM3"), or None."""
+    if torch.cuda.is_available():
+        return torch.cuda.get_device_name(0)
+    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        return "Apple MPS"
+    return None
+
+
+def processes() -> int:
+    """How many processes this run has (`accelerate launch` / torchrun set WORLD_SIZE)."""
+    return int(os.environ.get("WORLD_SIZE", "1") or 1)
+
+
+def stack(precision: str | None = None) -> dict:
+    """torch and CUDA versions, precision and process count: what runs.csv and every result row record."""
+    return {"torch": torch.__version__, "cuda": torch.version.cuda or "none",
+            "precision": precision or current().precision or "fp32", "processes": processes()}
+
+
+def stack_label(precision: str | None = None) -> str:
+    s = stack(precision)
+    return (f"torch {s['torch']}, CUDA {s['cuda']}, {s['precision']}, {s['processes']} process"
+            + ("es" if s["processes"] > 1 else ""))
+
+
+def notes() -> str:
+    """What a result row must say about how this process ran: a dry run, a precision other than FP32."""
+    rt, parts = current(), []
+    if rt.dry_run:
+        parts.append(f"DRY RUN: {rt.max_steps} optimiser steps per training (micro-batches capped on the CPU), "
+                     "not a result")
+    if rt.precision not in (None, "fp32"):
+        parts.append(f"precision {rt.precision}: a deviation (the paper's runs are FP32)")
+    return "; ".join(parts)
+
+
+def install_hint() -> str:
+    return ("This torch is a CPU build (torch.version.cuda is None)." if torch.version.cuda is None else
+            f"torch {torch.__version__} was built for CUDA {torch.version.cuda} but sees no GPU (driver? "
+            "CUDA_VISIBLE_DEVICES?).") + (
+        " For a GPU: install a CUDA build of torch into the venv, e.g. `make venv TORCH_INDEX="
+        "https://download.pytorch.org/whl/cu126` (or the conda route in environment.yml), and check "
+        "`python -c 'import torch; print(torch.cuda.is_available())'`")
+
+
+class NoAccelerator(RuntimeError):
+    """The paper profile was asked for without an accelerator and without DEVICE=cpu."""
+
+
+def require_accelerator(profile: str, what: str = "the paper profile") -> None:
+    """For profile 'paper': raise NoAccelerator (before any training) unless an accelerator is there or the
+    CPU was asked for explicitly (ROMAE_DEVICE=cpu, `make reproduce DEVICE=cpu`)."""
+    if profile != "paper" or current().device == "cpu" or accelerator_name() is not None:
+        return
+    raise NoAccelerator(f"{what} trains at the paper's settings, which needs an accelerator, and torch sees none. "
+                        f"{install_hint()}. To run it on the CPU anyway (days; or a dry run with MAX_STEPS=2), "
+                        "say so: `make reproduce PROFILE=paper DEVICE=cpu`.")
+
+
+def dry_batch(batch_size: int, micro_batch: int | None, device: str) -> tuple[int, int | None]:
+    """(per-process batch, micro-batch) of a dry run: two micro-batches per step, so the accumulation path runs;
+    on the CPU each micro-batch holds at most DRY_MICRO_CPU samples, on an accelerator the planned one."""
+    micro = micro_batch or batch_size
+    if device == "cpu":
+        micro = min(micro, DRY_MICRO_CPU)
+    micro = max(1, min(micro, batch_size))
+    return min(batch_size, 2 * micro), micro
