@@ -1,6 +1,9 @@
 # RoMAE compendium: environment, tests, benchmarks.
 #   make venv        create .venv and install the package with the notebooks+test extras
 #   make test        run the test suite + nbval (smoke) over notebooks/ (extra pytest arguments: PYTEST_ARGS="-k rope -x")
+#   make dry-run     the paper profile for 2 steps of every training on the CPU (= make reproduce PROFILE=paper
+#                    MAX_STEPS=2 DEVICE=cpu) -> reports/dry-run/paper/; CI runs it
+#   make gpu-check   on a GPU: CUDA tests, benchmarks and the dry run on CUDA -> reports/gpu/
 #   make bench       benchmarks: model sizes (Table 8), Table 9 timings, roofline -> reports/benchmarks/
 #   make reproduce   run the notebooks with papermill -> reports/ (PROFILE=smoke|quick|paper, ONLY=00,03,
 #                    DATASETS=JapaneseVowels,Epilepsy for notebook 12, PARAMS="name=value ...", DOWNLOAD=1 to
@@ -39,7 +42,7 @@ ifdef ROMAE_DATA
 export ROMAE_DATA
 endif
 
-.PHONY: all venv test bench reproduce data clean distclean
+.PHONY: all venv test bench reproduce dry-run gpu-check data clean distclean
 
 all: test
 
@@ -70,6 +73,17 @@ reproduce: venv
 		$(if $(filter 1 yes true,$(DOWNLOAD)),--download) $(if $(MIRROR),--mirror $(MIRROR)) \
 		$(if $(DEVICE),--device $(DEVICE)) $(if $(MAX_STEPS),--max-steps $(MAX_STEPS)) \
 		$(if $(PRECISION),--precision $(PRECISION)) $(if $(GPU_MEMORY),--gpu-memory $(GPU_MEMORY))
+
+# the paper profile's dry run: every training of every notebook for 2 optimiser steps at the paper's model
+# size and sequence length, on the CPU (micro-batches capped), on generated tokens where data is missing;
+# reports in reports/dry-run/paper/ (git-ignored)
+dry-run: venv
+	$(VPY) -m romae.reproduce --profile paper --max-steps 2 --device cpu $(if $(ONLY),--only $(ONLY))
+
+# for whoever has a GPU: CUDA tests, Table 9 and roofline on CUDA, the dry run on CUDA -> reports/gpu/
+# (within 20 minutes); without a GPU it says so and exits 0
+gpu-check: venv
+	$(VPY) -m romae.gpucheck
 
 # downloads into $ROMAE_DATA, else ./data/; resumes a cut download; verifies or records checksums
 data: venv

@@ -114,9 +114,10 @@ def install_hint() -> str:
     return ("This torch is a CPU build (torch.version.cuda is None)." if torch.version.cuda is None else
             f"torch {torch.__version__} was built for CUDA {torch.version.cuda} but sees no GPU (driver? "
             "CUDA_VISIBLE_DEVICES?).") + (
-        " For a GPU: install a CUDA build of torch into the venv, e.g. `make venv TORCH_INDEX="
-        "https://download.pytorch.org/whl/cu126` (or the conda route in environment.yml), and check "
-        "`python -c 'import torch; print(torch.cuda.is_available())'`")
+        " For a GPU: a CUDA build of torch in the venv (on Linux x86-64 pip's default torch wheel is one; else "
+        "`make distclean venv TORCH_INDEX=https://download.pytorch.org/whl/cu128`, the CUDA version your driver "
+        "supports, or the conda route in environment.yml), then check "
+        "`.venv/bin/python -c 'import torch; print(torch.cuda.is_available())'`")
 
 
 class NoAccelerator(RuntimeError):
@@ -141,3 +142,18 @@ def dry_batch(batch_size: int, micro_batch: int | None, device: str) -> tuple[in
         micro = min(micro, DRY_MICRO_CPU)
     micro = max(1, min(micro, batch_size))
     return min(batch_size, 2 * micro), micro
+
+
+DRY_EVAL = 32  # a dry run evaluates at most this many samples per set
+DRY_LABEL = "dry run: generated tokens of the paper's shapes, not data"
+
+
+def dry_seeds(seeds) -> tuple:
+    """A dry run trains each configuration once: the first seed."""
+    seeds = tuple(seeds)
+    return seeds[:1] if dry_run() else seeds
+
+
+def dry_count(n: int, at_most: int = DRY_EVAL) -> int:
+    """How many of n samples a set keeps: all of them, or in a dry run at most `at_most`."""
+    return min(n, at_most) if dry_run() else n

@@ -28,6 +28,7 @@ import shutil
 import socket
 import time
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -169,6 +170,53 @@ def _fetch(data, idx: torch.Tensor) -> dict:
     if hasattr(data, "batch"):
         return data.batch(idx)
     return default_collate([data[i] for i in idx.tolist()])
+
+
+RESIDENT_SHARE = 0.25  # an ArrayDataset taking at most this share of the accelerator's free memory moves there
+
+
+def _feed_mode(data, dev: torch.device) -> str:
+    """How training batches reach `dev`: "host" (the CPU trains: batches as they are), "resident" (an
+    ArrayDataset small enough is moved to the device once and batched there) or "prefetch" (the next batch
+    is gathered by a thread, into pinned memory, while this one trains)."""
+    if dev.type == "cpu":
+        return "host"
+    if isinstance(data, ArrayDataset) and dev.type == "cuda":
+        size = sum(t.numel() * t.element_size() for t in data.tensors.values())
+        if size <= RESIDENT_SHARE * torch.cuda.mem_get_info(dev)[0]:
+            return "resident"
+    return "prefetch"
+
+
+class _Feeder:
+    """Training batches for `fit`, gathered as `_feed_mode` says: the same batches, in the same order, as
+    gathering each on the host when it is due. Only indexing runs ahead (no random draws: a transform's
+    draws stay in the training thread, in order), so seeds and resumes are unchanged."""
+
+    def __init__(self, data, dev: torch.device, mode: str):
+        self.mode, self.dev, self.ahead = mode, dev, None
+        self.data = ArrayDataset(**{k: v.to(dev) for k, v in data.tensors.items()}) if mode == "resident" else data
+        self.pool = ThreadPoolExecutor(1, thread_name_prefix="romae-prefetch") if mode == "prefetch" else None
+
+    def _gather(self, idx: torch.Tensor) -> dict:
+        if self.mode == "resident":
+            return _fetch(self.data, idx.to(self.dev, non_blocking=True))
+        batch = _fetch(self.data, idx)
+        if self.mode == "prefetch" and self.dev.type == "cuda":  # pinned: the copy to the GPU is asynchronous
+            batch = {k: v.pin_memory() if torch.is_tensor(v) else v for k, v in batch.items()}
+        return batch
+
+    def get(self, idx: torch.Tensor, following: torch.Tensor | None = None) -> dict:
+        """The batch of `idx`; starts gathering the batch of `following` (the next step's) if prefetching."""
+        ahead, self.ahead = self.ahead, None
+        batch = ahead[1].result() if ahead is not None and torch.equal(ahead[0], idx) else self._gather(idx)
+        if self.pool is not None and following is not None:
+            self.ahead = (following, self.pool.submit(self._gather, following))
+        return batch
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _to_device(batch: dict, device) -> dict:
@@ -833,6 +881,8 @@ def fit(model: torch.nn.Module, train_data, cfg: TrainConfig, *, val_data=None,
         deferred, pending = masking._async_checks(dev), []
         train_model, compiling = (compile_model(model), True) if cfg.compile else (model, False)
         lengths = _lengths(train_data) if cfg.length_buckets else None
+        feeder = _Feeder(train_data, dev, _feed_mode(train_data, dev))
+        held.callback(feeder.close)
         bar = tqdm(total=stop, initial=step, disable=not (cfg.progress and main), desc="train")
         t0 = time.perf_counter() - seconds
         model.train()
@@ -845,7 +895,9 @@ def fit(model: torch.nn.Module, train_data, cfg: TrainConfig, *, val_data=None,
                 perm = _bucketed(perm, lengths, cfg.batch_size * n_proc, cfg.length_buckets, gen)
             for b in range(step - epoch * steps_per_epoch, steps_per_epoch):
                 idx = _shard(perm, b, cfg.batch_size, rank, n_proc)
-                batch = _fetch(train_data, idx)
+                following = _shard(perm, b + 1, cfg.batch_size, rank, n_proc) if b + 1 < min(
+                    steps_per_epoch, stop - epoch * steps_per_epoch) else None
+                batch = feeder.get(idx, following)
                 batch = _to_device(batch if transform is None else transform(batch), dev)
                 lr = optimizer.param_groups[0]["lr"]  # the rate this step uses
                 t_step = time.perf_counter()

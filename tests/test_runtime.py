@@ -102,3 +102,13 @@ def test_reproduce_restores_the_environment_and_records_the_stack(env, tmp_path)
     runs = reproduce.all_runs(tmp_path)
     assert runs.iloc[-1][["torch", "cuda", "precision", "processes"]].tolist() == [
         torch.__version__, torch.version.cuda or "none", "bf16", "1"]
+
+
+@needs_no_gpu
+def test_gpu_check_without_a_gpu_says_so_and_exits_0(tmp_path, capsys):
+    from romae import gpucheck
+
+    assert gpucheck.main(["--out", str(tmp_path / "gpu")]) == 0
+    assert "no CUDA GPU here" in capsys.readouterr().out and not (tmp_path / "gpu").exists()
+    titles = [t for t, _ in gpucheck.steps(tmp_path)]
+    assert titles[0] == "CUDA tests" and "paper dry run on CUDA" in titles

@@ -1,0 +1,89 @@
+"""`fit` on a CUDA GPU (skipped without one; `make gpu-check` runs them): FP32 and BF16, with and without
+padding, micro-batches, the deferred non-finite checks, the fused attention with padding, and the ways
+batches reach the GPU. Numbers are compared with the CPU path at loose tolerances (other kernels)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from romae import train
+from romae.config import RoMAEConfig, TrainConfig, size
+from romae.model import RoMAEForPrediction, RoMAEForPreTraining
+from romae.train import ArrayDataset, fit
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+
+N = 24
+
+
+def tokens(n=64, padded=True, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    out = dict(values=torch.randn(n, N, 4, generator=g), positions=torch.cumsum(torch.rand(n, 1, N, generator=g), -1),
+               labels=torch.randint(0, 3, (n,), generator=g))
+    if padded:
+        out["pad_mask"] = torch.arange(N) >= torch.randint(6, N + 1, (n,), generator=g)[:, None]
+    return ArrayDataset(**out)
+
+
+def model(kind="pretrain"):
+    torch.manual_seed(0)
+    enc = size("tiny-shallow", d_model=48, n_heads=3, d_ff=96)
+    cfg = RoMAEConfig(token_dim=4, encoder=enc, decoder=enc)
+    return RoMAEForPreTraining(cfg) if kind == "pretrain" else RoMAEForPrediction(
+        RoMAEConfig(token_dim=4, encoder=enc, n_outputs=3))
+
+
+def cfg(**kw):
+    return TrainConfig(**{**dict(epochs=2, batch_size=16, lr=1e-3, progress=False, log_every=1, seed=0), **kw})
+
+
+@pytest.mark.parametrize("kind", ["pretrain", "finetune"])
+@pytest.mark.parametrize("padded", [True, False])
+@pytest.mark.parametrize("bf16", [False, True])
+def test_fit_on_cuda_matches_the_cpu(kind, padded, bf16):
+    gpu = fit(model(kind), tokens(padded=padded), cfg(bf16=bf16), device="cuda")
+    assert next(gpu.model.parameters()).is_cuda
+    losses = [r["loss"] for r in gpu.history if "loss" in r]
+    assert all(torch.isfinite(torch.tensor(losses)))
+    if kind == "finetune":  # no random masks: the CPU run sees the same batches (masks are drawn per device)
+        cpu = [r["loss"] for r in fit(model(kind), tokens(padded=padded), cfg(bf16=bf16), device="cpu").history
+               if "loss" in r]
+        assert losses == pytest.approx(cpu, rel=5e-2 if bf16 else 1e-3)
+
+
+def test_micro_batches_on_cuda_give_the_whole_batch_update():
+    data = tokens(padded=True)
+    whole = fit(model("finetune"), data, cfg(), device="cuda").model.state_dict()
+    micro = fit(model("finetune"), data, cfg(micro_batch=5), device="cuda").model.state_dict()
+    for k in whole:
+        torch.testing.assert_close(whole[k], micro[k], rtol=1e-4, atol=1e-5, msg=k)
+
+
+def test_deferred_nonfinite_check_names_the_step():
+    data = tokens()
+    data.tensors["values"][:, 3] = float("nan")  # every sample: the first logged step must refuse it
+    with pytest.raises((RuntimeError, ValueError), match="non-finite|not finite"):
+        fit(model("finetune"), data, cfg(log_every=2), device="cuda")
+
+
+def test_fused_attention_with_padding_ignores_padded_tokens():
+    m = model("finetune").cuda().eval()
+    d = tokens(n=8)
+    b = {k: v.cuda() for k, v in d.tensors.items()}
+    out, _ = m(**b)
+    b["values"] = b["values"].masked_fill(b["pad_mask"].unsqueeze(-1), 1e3)  # garbage where padded
+    torch.testing.assert_close(m(**b)[0], out, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("mode", ["resident", "prefetch"])
+def test_feeding_modes_on_cuda(mode, monkeypatch):
+    ref = fit(model("finetune"), tokens(), cfg(), device="cuda").model.state_dict()
+    monkeypatch.setattr(train, "_feed_mode", lambda data, dev: mode)
+    got = fit(model("finetune"), tokens(), cfg(), device="cuda").model.state_dict()
+    for k in ref:
+        torch.testing.assert_close(ref[k], got[k], rtol=1e-5, atol=1e-6, msg=k)
+
+
+def test_small_dataset_is_resident_on_the_gpu():
+    assert train._feed_mode(tokens(), torch.device("cuda")) == "resident"
