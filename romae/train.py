@@ -665,15 +665,19 @@ def _model_keys(model, batch: dict) -> dict:
 
 @torch.no_grad()
 def _evaluate(model, data, batch_size: int, accelerator, metrics: dict | None = None) -> dict:
-    """{"val_loss": mean loss over `data` weighted by batch size, **metrics}; whole batches are dealt
-    round-robin to processes. Metrics see all outputs and labels (gathered from every process)."""
+    """{"val_loss": the loss over all of `data` (each batch weighted by the count its loss averaged over: real
+    hidden tokens, class weights, else samples; so batching and process count do not change it), **metrics};
+    whole batches are dealt round-robin to processes. Metrics see all outputs and labels (gathered from every
+    process)."""
     model.eval()
     n_proc, sums = accelerator.num_processes, torch.zeros(2, dtype=torch.float64, device=accelerator.device)
     outputs, labels = [], []
     for idx, batch in _batches(data, batch_size, accelerator.process_index, n_proc):
         with _naming_samples(data, idx, "the validation data"):
             out, loss = model(**_to_device(batch, accelerator.device))
-        sums += torch.stack([loss.detach().double() * len(idx), sums.new_tensor(len(idx))])
+        count = getattr(model, "loss_count", None)  # what the loss averaged over (real hidden tokens, weights)
+        count = sums.new_tensor(len(idx)) if count is None else count.detach().to(sums)
+        sums += torch.stack([loss.detach().double() * count, count])
         if metrics:
             outputs.append(out.detach().float().cpu())
             labels.append(batch["labels"].cpu())
