@@ -1,6 +1,7 @@
 # RoMAE compendium: environment, tests, benchmarks.
 #   make venv        create .venv and install the package with the notebooks+test extras
 #   make test        run the test suite + nbval (smoke) over notebooks/ (extra pytest arguments: PYTEST_ARGS="-k rope -x")
+#   make plan        what the paper profile costs on an 80 GB H100 (python -m romae.bench plan --help for others)
 #   make dry-run     the paper profile for 2 steps of every training on the CPU (= make reproduce PROFILE=paper
 #                    MAX_STEPS=2 DEVICE=cpu) -> reports/dry-run/paper/; CI runs it
 #   make gpu-check   on a GPU: CUDA tests, benchmarks and the dry run on CUDA -> reports/gpu/
@@ -42,7 +43,7 @@ ifdef ROMAE_DATA
 export ROMAE_DATA
 endif
 
-.PHONY: all venv test bench reproduce dry-run gpu-check data clean distclean
+.PHONY: all venv test bench plan reproduce dry-run gpu-check data clean distclean
 
 all: test
 
@@ -73,6 +74,11 @@ reproduce: venv
 		$(if $(filter 1 yes true,$(DOWNLOAD)),--download) $(if $(MIRROR),--mirror $(MIRROR)) \
 		$(if $(DEVICE),--device $(DEVICE)) $(if $(MAX_STEPS),--max-steps $(MAX_STEPS)) \
 		$(if $(PRECISION),--precision $(PRECISION)) $(if $(GPU_MEMORY),--gpu-memory $(GPU_MEMORY))
+
+# what the paper profile costs on one 80 GB H100 (steps, FLOPs, memory, micro-batches, hours in FP32 / TF32 /
+# BF16); also rewrites the README's table (tests/test_plan.py checks that it is current)
+plan: venv
+	$(VPY) -m romae.bench plan --profile paper --device h100 --gpus 1 --gpu-memory 80 --markdown --readme README.md
 
 # the paper profile's dry run: every training of every notebook for 2 optimiser steps at the paper's model
 # size and sequence length, on the CPU (micro-batches capped), on generated tokens where data is missing;

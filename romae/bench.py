@@ -5,6 +5,9 @@ roofline of a training step.
     python -m romae.bench table9 [--batch 8] [--rounds 3] [--steps 5] [--device cpu|cuda] [--json]
     python -m romae.bench roofline [--workload table9|pendulum|physionet|all] [--device cpu|cuda]
                                    [--dtype float32|bfloat16] [--compile] [--breakdown] [--json]
+    python -m romae.bench plan --profile paper [--device h100|a100|cpu|this] [--gpus N] [--gpu-memory GB]
+                               [--precision fp32|tf32|bf16|all] [--only 12,13] [--out plan.json] [--markdown]
+                               [--readme README.md]     (see romae.plan)
 
 Speed is measured here, never asserted in tests. Table 9 reproduces the workload of App. B.2:
 RoMAE-small encoder, tiny-shallow decoder, 224x224 RGB images cut into 16x16 patches (196 tokens of
@@ -343,10 +346,11 @@ def _breakdown(step, dev: torch.device, steps: int = 3) -> dict:
 
 def roofline(workload: str = "table9", batch: int | None = None, steps: int = 10, warmup: int = 3,
              device: str = "cpu", dtype: str = "float32", compile: bool = False, breakdown: bool = False,
-             seed: int = 0, min_seconds: float = 2.0) -> dict:
+             seed: int = 0, min_seconds: float = 2.0, product_repeats: int = 7) -> dict:
     """One workload's training step against the plain-matmul limit of its own shapes (module docstring).
 
-    The step is timed `steps` times, repeated until the timed steps add up to `min_seconds`."""
+    The step is timed `steps` times, repeated until the timed steps add up to `min_seconds`; each of its
+    products alone the fastest of `product_repeats` batches of calls."""
     if workload not in WORKLOADS:
         raise ValueError(f"unknown workload {workload!r}; choose one of {', '.join(WORKLOADS)}")
     if dtype not in ("float32", "bfloat16"):
@@ -391,7 +395,7 @@ def roofline(workload: str = "table9", batch: int | None = None, steps: int = 10
         step(model)
     products = [dict(op=str(sig[0]).split(".")[-2], a=list(sig[1][0][0]), b=list(sig[1][1][0]),
                      a_stride=list(sig[1][0][1]), b_stride=list(sig[1][1][1]), dtype=str(sig[1][0][2]),
-                     calls=n, flops=_product_flops(sig), seconds=_time_product(sig, dev))
+                     calls=n, flops=_product_flops(sig), seconds=_time_product(sig, dev, repeats=product_repeats))
                 for sig, n in log.calls.items()]
     flops = counter.get_total_flops()
     mm_flops = sum(p["calls"] * p["flops"] for p in products)
@@ -542,6 +546,18 @@ def main(argv: list[str] | None = None) -> int:
     a.add_argument("--compile", action="store_true", help="also time our model through torch.compile")
     a.add_argument("--json", action="store_true", help="print JSON instead of a table")
     a.add_argument("--out", help="also write the JSON result to this file")
+    pl = sub.add_parser("plan", help="steps, FLOPs, memory, micro-batch and time of every paper training (romae.plan)")
+    pl.add_argument("--profile", default="paper", choices=["paper"], help="the profile planned (paper)")
+    pl.add_argument("--device", default="h100", choices=["h100", "a100", "cpu", "this"],
+                    help="h100 / a100: estimated from peak FLOP/s; cpu: the reference CPU; this: measured here")
+    pl.add_argument("--gpus", type=int, default=1, help="devices (notebooks 10, 11, 13 split their batch over them)")
+    pl.add_argument("--gpu-memory", type=float, help="GiB per device the micro-batches must fit (default: whole batches)")
+    pl.add_argument("--precision", default="all", choices=["fp32", "tf32", "bf16", "all"], help="default all")
+    pl.add_argument("--only", help="notebooks, e.g. 12,13 (default: all that train)")
+    pl.add_argument("--no-check", action="store_true", help="skip the measured check of the memory extrapolation")
+    pl.add_argument("--markdown", action="store_true", help="a markdown table")
+    pl.add_argument("--readme", help="write the markdown table into this README between its plan markers")
+    pl.add_argument("--out", help="also write the plan as JSON to this file")
     args = ap.parse_args(argv)
 
     def save(result) -> None:
@@ -562,6 +578,22 @@ def main(argv: list[str] | None = None) -> int:
             diff = "-" if r["rel_diff"] is None else f"{100 * r['rel_diff']:+.2f}%"
             print(f"{r['size']:<13}{r['d_model']:>8}{r['n_heads']:>6}{r['depth']:>6}{r['d_ff']:>6}"
                   f"{r['block_params_M']:>13.4f}M{paper:>9}{diff:>8}")
+        return 0
+
+    if args.cmd == "plan":
+        from . import plan
+
+        precisions = plan.PRECISIONS if args.precision == "all" else (args.precision,)
+        try:
+            p = plan.plan(args.device, args.gpus, args.gpu_memory, precisions,
+                          only=[n.strip() for n in args.only.split(",")] if args.only else None, checked=not args.no_check)
+        except ValueError as e:
+            ap.error(str(e))
+        save(p)
+        if args.readme:
+            plan.write_readme(args.readme, p)
+        print(plan.describe(p))
+        print(plan.table(p, markdown=args.markdown))
         return 0
 
     if args.cmd == "authors":

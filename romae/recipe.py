@@ -22,10 +22,15 @@ from __future__ import annotations
 import dataclasses
 import time
 
+from . import plan
 from .config import RoMAEConfig, TrainConfig
 from .metrics import resolve_metrics
 from .model import RoMAEForPrediction, RoMAEForPreTraining, prediction_config
 from .train import fit_cached, predict
+
+# stochastic depth as `romae.model.Encoder` applies it, for rows' notes: the authors' schedule (what trained the
+# paper's numbers), not App. A.2's; block l = 0..N-1, so the first is never dropped and the last at lambda
+DROP_PATH_RULE = "lambda*l/(N-1) over blocks l = 0..N-1 (authors' code; App. A.2 writes lambda*m/N)"
 
 
 def pretrain_finetune(name: str, train, test, model: RoMAEConfig, *, finetune: TrainConfig,
@@ -33,7 +38,8 @@ def pretrain_finetune(name: str, train, test, model: RoMAEConfig, *, finetune: T
                       dropout: float | None = None, drop_path: float | None = None, head_overrides: dict | None = None,
                       metrics=("accuracy", "macro_f1"), val_data=None, eval_batch: int = 256,
                       pretrain_data=None, finetune_key: dict | None = None,
-                      cache_dir=None, refresh: bool = False, checkpoints: bool = False) -> dict:
+                      cache_dir=None, refresh: bool = False, checkpoints: bool = False,
+                      profile: str = "") -> dict:
     """Pre-train (or not), fine-tune, evaluate on `test` -> dict.
 
     train, test: datasets with values, positions, (pad_mask), labels (e.g. a `TokenDataset`).
@@ -44,6 +50,7 @@ def pretrain_finetune(name: str, train, test, model: RoMAEConfig, *, finetune: T
     and metrics are logged during fine-tuning (never used to pick a model). pretrain_data: pre-train on
     other (e.g. more, unlabelled) samples than the classifier is fine-tuned on; `key` then names the
     pre-training data and `finetune_key` what differs for fine-tuning (e.g. the labelled subset).
+    profile: "paper": both trainings take the micro-batch `romae.plan` picks for their data on this device's memory.
     Returns {metrics, outputs (test logits), model (fine-tuned, eval mode), pretrained_state (the MAE's
     state dict, or None), pretrain_history,
     finetune_history, seconds: {pretrain, finetune}}.
@@ -51,12 +58,16 @@ def pretrain_finetune(name: str, train, test, model: RoMAEConfig, *, finetune: T
     metric_fns = resolve_metrics(metrics)
     t0 = time.perf_counter()
     pre = None
+    ft_cfg = prediction_config(model, n_outputs=n_outputs, dropout=dropout, drop_path=drop_path,
+                               **(head_overrides or {}))
+    if profile == "paper":  # micro_batch is not in the cache key: it changes memory, not the result
+        pre_tokens = plan.tokens_of(train if pretrain_data is None else pretrain_data)
+        pretrain = pretrain and plan.fit_memory(pretrain, model, pre_tokens, "pretrain", profile)
+        finetune = plan.fit_memory(finetune, ft_cfg, plan.tokens_of(train), "finetune", profile)
     if pretrain is not None:  # the seed drives initialisation, data order and masks of both stages
         pre = fit_cached(f"{name}_pretrain", RoMAEForPreTraining, model, train if pretrain_data is None else pretrain_data,
                          dataclasses.replace(pretrain, seed=seed), key, seed=seed, cache_dir=cache_dir,
                          refresh=refresh, checkpoints=checkpoints)
-    ft_cfg = prediction_config(model, n_outputs=n_outputs, dropout=dropout, drop_path=drop_path,
-                               **(head_overrides or {}))
     ft = fit_cached(f"{name}_finetune", RoMAEForPrediction, ft_cfg, train, dataclasses.replace(finetune, seed=seed),
                     dict(key, **(finetune_key or {}), pretrained=None if pre is None else pre["run_id"]), seed=seed, cache_dir=cache_dir, refresh=refresh,
                     checkpoints=checkpoints, pretrained=None if pre is None else pre["state_dict"],
@@ -103,4 +114,4 @@ def plot_learning_curves(runs, *, pretrain_ylabel: str, finetune_ylabel: str, ys
     return fig
 
 
-__all__ = ["pretrain_finetune", "plot_learning_curves"]
+__all__ = ["DROP_PATH_RULE", "pretrain_finetune", "plot_learning_curves"]

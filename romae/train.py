@@ -172,18 +172,20 @@ def _fetch(data, idx: torch.Tensor) -> dict:
     return default_collate([data[i] for i in idx.tolist()])
 
 
-RESIDENT_SHARE = 0.25  # an ArrayDataset taking at most this share of the accelerator's free memory moves there
+RESIDENT_SHARE = 0.05  # an ArrayDataset taking at most this share of the accelerator's memory (and of what is
+#                        free) moves there: within the headroom romae.plan leaves above its planned peak
 
 
 def _feed_mode(data, dev: torch.device) -> str:
     """How training batches reach `dev`: "host" (the CPU trains: batches as they are), "resident" (an
-    ArrayDataset small enough is moved to the device once and batched there) or "prefetch" (the next batch
+    ArrayDataset within RESIDENT_SHARE of the device's memory is moved there once and batched there) or "prefetch" (the next batch
     is gathered by a thread, into pinned memory, while this one trains)."""
     if dev.type == "cpu":
         return "host"
     if isinstance(data, ArrayDataset) and dev.type == "cuda":
         size = sum(t.numel() * t.element_size() for t in data.tensors.values())
-        if size <= RESIDENT_SHARE * torch.cuda.mem_get_info(dev)[0]:
+        free, total = torch.cuda.mem_get_info(dev)
+        if size <= RESIDENT_SHARE * min(free, total):
             return "resident"
     return "prefetch"
 
@@ -808,7 +810,7 @@ def fit(model: torch.nn.Module, train_data, cfg: TrainConfig, *, val_data=None,
     total_steps = steps_per_epoch * cfg.epochs
     stop = total_steps if max_steps is None else min(max_steps, total_steps)
     warmup = cfg.warmup(total_steps)
-    if warmup >= total_steps and total_steps > 1:
+    if warmup >= total_steps and total_steps > 1 and not rt.dry_run:
         warnings.warn(f"warm-up ({warmup} steps) is not shorter than the whole run ({total_steps} steps): the "
                       f"learning rate never reaches lr={cfg.lr} and never decays; set warmup_fraction (e.g. 0.1) "
                       "or fewer warmup_steps", stacklevel=2)
@@ -919,7 +921,7 @@ def fit(model: torch.nn.Module, train_data, cfg: TrainConfig, *, val_data=None,
                 window = {"loss": window["loss"] + loss, "grad_norm": window["grad_norm"] + grad_norm,
                           "n": window["n"] + 1}
                 ep = round(step / steps_per_epoch, 4)  # 1.0 = end of the first epoch
-                if step % cfg.log_every == 0 or step == total_steps:
+                if step % cfg.log_every == 0 or step == total_steps or (rt.dry_run and step == stop):
                     _check_losses(pending)
                     n, mean_loss = window["n"], float(window["loss"]) / window["n"]
                     if n_proc > 1:  # the global batch's loss, not only this process's share of it
@@ -929,7 +931,7 @@ def fit(model: torch.nn.Module, train_data, cfg: TrainConfig, *, val_data=None,
                     bar.set_postfix(loss=f"{mean_loss:.4g}", lr=f"{lr:.3g}")
                     window = {"loss": 0.0, "grad_norm": 0.0, "n": 0}
                 due = step % cfg.eval_every == 0 if cfg.eval_every else step % steps_per_epoch == 0
-                if val_data is not None and (due or step == total_steps):
+                if val_data is not None and (due or step == total_steps or (rt.dry_run and step == stop)):
                     _check_losses(pending)
                     row = {"step": step, "epoch": ep,
                            **_evaluate(inner, val_data, cfg.batch_size, accelerator, metric_fns)}

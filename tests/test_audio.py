@@ -190,6 +190,15 @@ def test_paper_profile_says_what_is_missing(tmp_path):
         (False, "mean", 0.75, True, 256, 432)
 
 
+@pytest.mark.parametrize("profile", ["paper", "quick", "smoke"])
+def test_every_profile_clips_gradients_as_table_11(profile):
+    from romae.experiments import esc50 as X
+
+    cfg = X.config(profile)
+    # Table 11: gradient clip 1 in pre-training and in fine-tuning (both went unclipped before)
+    assert cfg.finetune_config(1600).grad_clip == 1.0 and cfg.pretrain_config(20000).grad_clip == 1.0
+
+
 @needs_esc50
 def test_smoke_run_on_the_subset(tmp_path):
     from romae.experiments import esc50 as X

@@ -277,11 +277,61 @@ def test_paper_profile_without_data_says_what_is_missing(tmp_path):
     assert E.URL in E.missing_message(tmp_path) and "make data NAMES=elasticc" in E.missing_message(tmp_path)
 
 
+def _write_snana(folder: Path, n: int) -> Path:
+    """A tiny SNANA HEAD/PHOT pair: n objects of 6 observations (one per band) and a separator row each."""
+    from astropy.io import fits
+
+    folder.mkdir(parents=True, exist_ok=True)
+    per = len(E.BANDS) + 1
+    phot = dict(MJD=[], BAND=[], FLUXCAL=[], FLUXCALERR=[], PHOTFLAG=[])
+    for i in range(n):
+        for j, band in enumerate(E.BANDS):
+            for k, v in zip(phot, (60000.0 + 3 * j, band, 10.0 + j, 1.0, 4096 * (j == 0))):
+                phot[k].append(v)
+        for k, v in zip(phot, (E.SEPARATOR_MJD, "-", 0.0, 0.0, 0)):
+            phot[k].append(v)
+    lo = np.arange(n) * per + 1
+    head = [fits.Column("SNID", "8A", array=[str(1000 + i) for i in range(n)]),
+            fits.Column("SNTYPE", "J", array=np.zeros(n)),
+            fits.Column("PTROBS_MIN", "J", array=lo), fits.Column("PTROBS_MAX", "J", array=lo + per - 1)]
+    cols = [fits.Column(k, f, array=phot[k]) for k, f in zip(phot, ("D", "2A", "E", "E", "J"))]
+    for name, c in (("T_HEAD.FITS", head), ("T_PHOT.FITS", cols)):
+        fits.HDUList([fits.PrimaryHDU(), fits.BinTableHDU.from_columns(c)]).writeto(folder / name)
+    return folder / "T_HEAD.FITS"
+
+
+def test_paper_profile_on_one_class_fails_before_training(tmp_path, monkeypatch):
+    """One model folder (as the 200-object SN Ia sample) passes the data check, reads fine, but cannot train
+    a classifier: a DataMissing naming what was found and how to get the training sample, not sklearn's error."""
+    import romae.cache
+    from romae.data.files import DataMissing
+
+    head = _write_snana(tmp_path / "data" / "elasticc" / "ELASTICC_TRAIN_SNIa-SALT2", 12)
+    assert E.present(tmp_path / "data") and len(E.read_snana(head)[1]) == 12
+    monkeypatch.setattr(romae.cache, "CACHE", tmp_path / "cache")  # the converted store goes here
+
+    def trained(*a, **k):
+        raise AssertionError("the run trained")
+
+    monkeypatch.setattr(X, "pretrain_finetune", trained)
+    with pytest.raises(DataMissing, match=r"found 12 objects of 1 class \(\{'Ia': 12\}\) under .*ELASTICC_TRAIN_SNIa-SALT2"
+                       r".*make data NAMES=elasticc") as e:
+        X.run("paper", data_root=tmp_path / "data", reports_dir=tmp_path / "r", progress=False)
+    assert e.value.names == ("elasticc",) and "20 in ATAT's taxonomy" in str(e.value)
+    assert not (tmp_path / "r").exists()
+    # two classes, but all of both in the test set: ATAT's partitions say so, instead of StratifiedKFold
+    with pytest.raises(ValueError, match=r"at least 5 objects outside the test set .*none are left"):
+        E.partitions([f"o{i}" for i in range(24)], ["Ia", "II"] * 12)
+
+
 def test_smoke_run_records_stand_in_rows(tmp_path):
     res = X.run("smoke", reports_dir=tmp_path, cache_dir=tmp_path / "cache")
     rows = pd.read_csv(tmp_path / "results.csv")
     assert set(rows.setting) == {X.setting(res["config"], "tiny-shallow", p) for p in (True, False)}
     assert rows.note.str.contains("stand-in, not ELAsTiCC").all()
+    # the deviations of every profile: the authors' drop-path schedule and length-bucketed batches
+    assert rows.note.str.contains("drop-path 0.2 as lambda*l/(N-1)", regex=False).all()
+    assert rows.note.str.contains("length-bucketed batches").all()
     assert rows.setting.str.startswith(X.STAND_IN).all()
     f1 = rows[rows.metric == "macro_f1"].ours
     assert f1.between(0, 1).all()

@@ -106,6 +106,7 @@ def test_runs_unchanged_on_an_unseen_unequal_length_dataset(tmp_path):
     few = res["per_seed"][res["per_seed"].variant.str.contains("labelled")]
     assert (few.n_labelled == 6).all()  # 2 series of each of the 3 classes
     assert rows.ours.between(0, 1).all() and rows.note.str.contains("DEFAULT_FINETUNE").all()
+    assert rows.note.str.contains("drop-path 0.1 as lambda*l/(N-1)", regex=False).all()  # a listed deviation
     assert "Toy" in res["table"].columns
 
 

@@ -187,6 +187,23 @@ def missing_message(root=None) -> str:
             f"it there; or copy any SNANA *_HEAD.FITS.gz / *_PHOT.FITS.gz pairs into that folder")
 
 
+def check_classes(meta: pd.DataFrame, root=None) -> None:
+    """Refuse light curves that cannot train a classifier, i.e. fewer than two of ATAT's classes (the
+    200-object SNANA sample is SN Ia only; so is one ELASTICC_TRAIN_<model> folder): DataMissing naming
+    what was found, where, and how to get ELAsTiCC's training sample. meta: `convert`'s."""
+    counts = meta.label.value_counts()
+    if len(counts) >= 2:
+        return
+    base = files.data_root(root) / "elasticc"
+    folders = sorted({h.parent.relative_to(base).as_posix() for h in find(root)})
+    where = f"{base} ({', '.join(folders[:3])}{' ...' if len(folders) > 3 else ''})" if folders else str(base)
+    raise files.DataMissing(
+        f"ELAsTiCC classification needs the training sample with its classes ({len(CLASSES)} in ATAT's taxonomy, "
+        f"one ELASTICC_TRAIN_<model> folder per simulation model); found {len(meta)} objects of {len(counts)} "
+        f"class{'es' if len(counts) != 1 else ''} ({counts.to_dict() or 'none'}) under {where}. Get the training "
+        f"sample: `{files.fetch_command('elasticc')}` (romae.data.elasticc.download: {URL}, tens of GB)", ("elasticc",))
+
+
 def verify(head: Path, root=None) -> None:
     """Check a HEAD/PHOT pair against KNOWN_SHA256 or its folder's SHA256SUMS (files listed in neither pass)."""
     base = files.data_root(root) / "elasticc"
@@ -246,6 +263,11 @@ def partitions(ids, labels, test_per_class: int = 1000, n_folds: int = 5, seed: 
     else:  # a small sample: every object of a class smaller than test_per_class would be test data
         test = pd.concat([g.sample(n=min(len(g), test_per_class), random_state=seed) for _, g in df.groupby("label")])
     rest = df[~df.object_id.isin(test.object_id)].reset_index(drop=True)
+    left = rest.label.value_counts()
+    if left.empty or left.max() < n_folds:  # StratifiedKFold would fail with an opaque message
+        raise ValueError(f"ATAT's partitions need a class with at least {n_folds} objects outside the test set "
+                         f"({test_per_class} per class) for {n_folds} folds; of {len(df)} objects "
+                         f"({counts.to_dict()}), {left.to_dict() or 'none'} are left")
     out = [test.assign(partition="test")]
     kf = StratifiedKFold(n_splits=n_folds, shuffle=True, random_state=seed)
     for k, (tr, va) in enumerate(kf.split(np.zeros(len(rest)), rest.label)):
@@ -328,5 +350,34 @@ def download_sample(root=None, progress: bool = True) -> list[Path]:
     return out
 
 
-__all__ = ["BANDS", "CLASSES", "TAXONOMY", "alert_mask", "convert", "download", "download_sample", "find", "fold",
-           "partitions", "present", "read_partitions", "read_snana", "sample_present"]
+def generate(n_per_class: int = 6, seed: int = 0, days: float = 1095.0) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Random light curves of the training sample's shape, in `read_snana`'s form (obs: object_id, mjd, band,
+    flux, flux_err, photflag; meta: object_id, label, n_obs): a dry run's stand-in where ELAsTiCC is absent
+    (`romae.runtime`), not data.
+
+    `n_per_class` objects of each of ATAT's 20 `CLASSES`; visits at random times over `days` in random bands;
+    every third object (the first included) has 80 points per band, more than ATAT's cap (`MAX_PER_BAND`: 390
+    tokens after thinning), the others 10-200 in all. Flux: a class-dependent periodic signal plus noise in
+    FLUXCAL-like units; PHOTFLAG marks detections (|flux| / error > 5) and the brightest point as the trigger."""
+    if n_per_class < 1:
+        raise ValueError(f"n_per_class must be >= 1, got {n_per_class}")
+    rng = np.random.default_rng(seed)
+    labels = np.tile(np.arange(len(CLASSES)), n_per_class)
+    obs, meta = [], []
+    for oid, k in enumerate(labels):
+        n = MAX_PER_BAND * len(BANDS) + 15 * len(BANDS) if oid % 3 == 0 else int(rng.integers(10, 201))
+        band = np.arange(n) % len(BANDS) if oid % 3 == 0 else rng.integers(0, len(BANDS), n)
+        t = np.sort(rng.uniform(0.0, days, n))
+        err = rng.lognormal(1.0, 0.3, n)
+        flux = 50.0 * (1 + k % 4) * np.sin(2 * np.pi * t / (5.0 + 10.0 * k)) + err * rng.standard_normal(n)
+        flag = np.where(np.abs(flux) / err > 5, DETECTED, 0)
+        flag[np.argmax(flux)] = TRIGGER
+        obs.append(pd.DataFrame(dict(object_id=oid, mjd=60000.0 + t, band=np.asarray(BANDS)[band],
+                                     flux=flux.astype(np.float32), flux_err=err.astype(np.float32),
+                                     photflag=flag.astype(np.int32))))
+        meta.append(dict(object_id=oid, label=CLASSES[k], n_obs=n))
+    return pd.concat(obs, ignore_index=True), pd.DataFrame(meta)
+
+
+__all__ = ["BANDS", "CLASSES", "TAXONOMY", "alert_mask", "check_classes", "convert", "download", "download_sample",
+           "find", "fold", "generate", "partitions", "present", "read_partitions", "read_snana", "sample_present"]

@@ -83,11 +83,12 @@ def _read(path: Path, rate: int) -> np.ndarray:
 
 
 def load(root=None, source: str = "auto", download: bool = False, sample_rate: int = SAMPLE_RATE,
-         progress: bool = True) -> dict:
+         progress: bool = True, per_fold: int | None = None) -> dict:
     """All clips found -> {waves float32 [N, n], labels int64, folds int64, classes, meta, source, path}.
 
     source: "auto" | "official" | "subset". Clips are read as mono, resampled to `sample_rate`, and
-    trimmed or zero-padded to 5 s (ESC-50's clips are all 5 s long).
+    trimmed or zero-padded to 5 s (ESC-50's clips are all 5 s long). per_fold: read only the first this many
+    clips of each fold (a dry run).
     """
     if source not in ("auto", "official", "subset"):
         raise ValueError(f"unknown source {source!r}; choose auto, official or subset")
@@ -121,6 +122,9 @@ def load(root=None, source: str = "auto", download: bool = False, sample_rate: i
         meta, paths = meta[present].reset_index(drop=True), [p for p, ok in zip(paths, present) if ok]
         files.verify_folder(base, [str(p.relative_to(base)) for p in paths])
         kind, where = "subset", base
+    if per_fold is not None:
+        keep = meta.groupby("fold").cumcount().to_numpy() < per_fold
+        meta, paths = meta[keep].reset_index(drop=True), [p for p, k in zip(paths, keep) if k]
     missing = [p for p in paths if not p.is_file()]
     if missing:
         raise FileNotFoundError(f"{len(missing)} clips listed in esc50.csv are missing, e.g. {missing[0]}")

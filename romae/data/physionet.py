@@ -270,3 +270,32 @@ class Scaling:
 
     def to_frame(self) -> pd.DataFrame:
         return pd.DataFrame(dict(variable=VARIABLES[: len(self.shift)], shift=self.shift, scale=self.scale))
+
+
+def generate(n_records: int = 40, seed: int = 0, lengths: tuple[int, int] = (50, 800), longest: int | None = None,
+             hours: float = 48.0, quantization: float = QUANTIZATION) -> pd.DataFrame:
+    """Random records of the benchmark's shape in `records`' form (record_id, set, time, variable, value, n_obs):
+    a dry run's stand-in where the archives are absent (`romae.runtime`), not data.
+
+    Each record has the five descriptors at time 0 and distinct (time, variable) cells of the other 36
+    `VARIABLES` on the `quantization` grid over `hours`; its number of cells is uniform in `lengths`, except every
+    eighth record (the first included), which has `longest` (default: lengths[1]). Values: a per-variable level
+    (10^-1 .. 10^3) with 10 % noise, so the scalings and baselines have something to fit."""
+    longest = lengths[1] if longest is None else longest
+    if n_records < 2 or not len(DESCRIPTORS) < lengths[0] <= lengths[1] or longest <= len(DESCRIPTORS):
+        raise ValueError(f"need n_records >= 2, {len(DESCRIPTORS)} < lengths[0] <= lengths[1] and longest > "
+                         f"{len(DESCRIPTORS)}, got {n_records}, {lengths}, {longest}")
+    rng = np.random.default_rng(seed)
+    level = 10 ** rng.uniform(-1, 3, len(VARIABLES))
+    grid, n_desc = np.arange(int(round(hours / quantization)) + 1) * quantization, len(DESCRIPTORS)
+    n_other = len(VARIABLES) - n_desc
+    parts = []
+    for r in range(n_records):
+        n = longest if r % 8 == 0 else int(rng.integers(lengths[0], lengths[1] + 1))
+        cells = rng.choice(len(grid) * n_other, size=n - n_desc, replace=False)
+        var = np.r_[np.arange(n_desc), n_desc + cells % n_other]
+        parts.append(pd.DataFrame(dict(record_id=100_000 + r, time=np.r_[np.zeros(n_desc), grid[cells // n_other]],
+                                       variable=var, value=level[var] * (1 + 0.1 * rng.standard_normal(n)))))
+    df = pd.concat(parts, ignore_index=True).sort_values(["record_id", "time", "variable"], ignore_index=True)
+    df = df.assign(n_obs=1, set=pd.Categorical(np.where(df.record_id % 2 == 0, "a", "b"), categories=list(SETS)))
+    return df.astype(dict(variable=np.int8, n_obs=np.int16))

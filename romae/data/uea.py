@@ -357,3 +357,31 @@ def available(root: str | Path | None = None) -> list[str]:
         return []
     return sorted(d.name for d in uea.iterdir()
                   if d.is_dir() and all((d / b).is_file() for b in _split_files(d.name)))
+
+
+def generate(name: str, n_train: int, n_test: int, channels: int, classes: int, lengths: tuple[int, int],
+             seed: int = 0) -> dict:
+    """Random series of a data set's shape, in `load`'s form ({"name", "train", "test", "classes"}, "folder"
+    None, "generated" True): a dry run's stand-in where the files are absent (`romae.runtime`), not data.
+
+    Class k is a noisy sine of k + 1 cycles per series with a random phase per channel; labels cycle through
+    the classes; lengths are uniform in `lengths` (min, max), the first series of a split at the max and the
+    second at the min, so the padded length is the data set's."""
+    if min(n_train, n_test, channels, classes) < 1 or not 1 <= lengths[0] <= lengths[1]:
+        raise ValueError(f"{name}: sizes must be >= 1 and lengths (min, max) ordered, got n_train={n_train}, "
+                         f"n_test={n_test}, channels={channels}, classes={classes}, lengths={lengths}")
+    rng = np.random.default_rng(seed)
+    names = [f"class{k}" for k in range(classes)]
+
+    def split(n: int) -> TSData:
+        labels, series = np.arange(n) % classes, []
+        for i, k in enumerate(labels):
+            steps = (lengths[1], lengths[0])[i] if i < 2 else int(rng.integers(lengths[0], lengths[1] + 1))
+            t = np.linspace(0.0, 1.0, steps)[:, None]
+            series.append(np.sin(2 * np.pi * (k + 1) * t + rng.uniform(0, 2 * np.pi, channels))
+                          + 0.3 * rng.standard_normal((steps, channels)))
+        return TSData(series=series, times=None, labels=np.array(names)[labels], class_names=names, problem_name=name,
+                      equal_length=lengths[0] == lengths[1], n_channels=channels)
+
+    return {"name": name, "train": split(n_train), "test": split(n_test), "classes": names, "folder": None,
+            "generated": True}

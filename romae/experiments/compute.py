@@ -34,6 +34,7 @@ import pandas as pd
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from .. import runtime
 from ..bench import TABLE9_VARIANTS, _sync, roofline, size_rows, table9, timed_steps
 from ..cache import cached
 from ..config import EncoderConfig, RoMAEConfig, check_profile, size
@@ -44,6 +45,7 @@ from ..report import device_label, record, save_table
 PAPER_SIZES = ("tiny-shallow", "tiny", "small", "base")  # Table 8's columns
 PAPER_DEVICE = "NVIDIA GTX 1650 Ti, the authors' code (App. B.2)"
 BACKENDS = {"default": None, "math": SDPBackend.MATH}  # None: PyTorch picks (fused where it can)
+DRY_LENGTH = 512  # a dry run on the CPU sweeps sequence lengths up to this
 
 
 @dataclass
@@ -86,10 +88,18 @@ PROFILES = {
 
 
 def profile_config(profile: str) -> ComputeConfig:
-    """The ComputeConfig of a profile, with device 'auto' resolved to cuda or cpu."""
+    """The ComputeConfig of a profile, with device 'auto' resolved to the runtime's (ROMAE_DEVICE), else cuda or
+    cpu. A dry run (`romae.runtime`) times a couple of steps per setting, at the profile's shapes."""
     cfg = PROFILES[check_profile(profile)]
     if cfg.device == "auto":
-        cfg = replace(cfg, device="cuda" if torch.cuda.is_available() else "cpu")
+        cfg = replace(cfg, device=runtime.current().device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    if runtime.dry_run():  # every setting, timed for a couple of steps: numbers that mean nothing
+        cfg = replace(cfg, rounds=1, steps=2, warmup=0, sweep_steps=1, sweep_warmup=1, roofline_steps=1,
+                      roofline_warmup=0, roofline_min_seconds=0.0)
+        if cfg.device == "cpu":  # the same models and tokens per sample, at batch 2 and sequences up to DRY_LENGTH
+            cfg = replace(cfg, batch=min(cfg.batch, 2), roofline_batch=2,
+                          sweep_lengths=tuple(n for n in cfg.sweep_lengths if n <= DRY_LENGTH),
+                          math_max_len=min(cfg.math_max_len, DRY_LENGTH))
     if cfg.device == "cuda" and not torch.cuda.is_available():
         raise RuntimeError("device 'cuda' asked for, but torch sees no CUDA device")
     return cfg
@@ -307,6 +317,12 @@ def plot_sequence_cost(sweep: pd.DataFrame):
 # ---------------------------------------------------------------- run
 
 
+def _dry_label(frame: pd.DataFrame) -> pd.DataFrame:
+    """A dry run's timings (a couple of steps each) carry its note in a column; other runs' frames unchanged."""
+    dry = runtime.dry_run()
+    return frame.assign(note="DRY RUN: a couple of timed steps per setting, not a result") if dry else frame
+
+
 def run(profile: str = "smoke", reports_dir=None, cache_dir=None, refresh: bool = False,
         progress: bool = False) -> dict:
     """Table 8, Table 9 and the length sweep for a profile; records rows and saves the tables.
@@ -328,7 +344,7 @@ def run(profile: str = "smoke", reports_dir=None, cache_dir=None, refresh: bool 
     res9 = cached("table9_compute", key, lambda: table9(cfg.batch, cfg.rounds, cfg.steps, cfg.warmup,
                                                          cfg.device, progress=progress),
                   cache_dir=cache_dir, refresh=refresh)
-    t9 = table9_frame(res9)
+    t9 = _dry_label(table9_frame(res9))
     for r in t9.itertuples():
         record("table9_compute", r.positional_encoding, "relative_speed", r.relative_speed, profile=profile,
                device=device, n_seeds=1, reports_dir=reports_dir,
@@ -338,9 +354,9 @@ def run(profile: str = "smoke", reports_dir=None, cache_dir=None, refresh: bool 
 
     rf_raw = cached("roofline", key, lambda: [
         roofline(w, cfg.roofline_batch, cfg.roofline_steps, cfg.roofline_warmup, cfg.device, breakdown=True,
-                 min_seconds=cfg.roofline_min_seconds)
+                 min_seconds=cfg.roofline_min_seconds, product_repeats=1 if runtime.dry_run() else 7)
         for w in cfg.roofline_workloads], cache_dir=cache_dir, refresh=refresh)
-    rf = roofline_frame(rf_raw)
+    rf = _dry_label(roofline_frame(rf_raw))
     save_table(rf, "table_roofline", reports_dir)
 
     def sweep_all():
@@ -351,7 +367,8 @@ def run(profile: str = "smoke", reports_dir=None, cache_dir=None, refresh: bool 
                                  cfg.sweep_warmup, cfg.device, backend)
         return rows
 
-    sweep = pd.DataFrame(cached("sequence_length_cost", key, sweep_all, cache_dir=cache_dir, refresh=refresh))
+    sweep = _dry_label(pd.DataFrame(cached("sequence_length_cost", key, sweep_all, cache_dir=cache_dir,
+                                           refresh=refresh)))
     save_table(sweep, "table_sequence_length_cost", reports_dir)
     return dict(config=cfg, device=device, table8=t8, table9=t9, table9_raw=res9, roofline=rf, sweep=sweep,
                 slopes=sweep_slopes(sweep))

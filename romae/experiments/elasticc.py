@@ -20,6 +20,9 @@ Data:
 Switches (defaults = the paper's text): `mask_ratio` 0.75 (the authors' code trained with 0.5),
 `class_weighted` (the authors' code weighted the cross-entropy; here inverse training frequency),
 `alert_mask` (the authors' later 0.7205 / 0.6649 rows), `flux_transform` (raw = the authors; "asinh").
+Deviations of every profile (notebook 13's first cell; each row's note): `length_buckets=8`, batches of
+similar length for cost (0 = the paper's uniform batches); drop-path as the authors' code, lambda*l/(N-1),
+not App. A.2's lambda*m/N.
 """
 
 from __future__ import annotations
@@ -36,17 +39,20 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import store
+from .. import runtime, store
 from ..cache import CACHE
 from ..config import RoMAEConfig, TrainConfig, check_profile, size
 from ..data import elasticc, files, lightcurves
 from ..data.catalog import Need, require
-from ..recipe import plot_learning_curves as plot_histories, pretrain_finetune
+from ..recipe import DROP_PATH_RULE, plot_learning_curves as plot_histories, pretrain_finetune
+from ..model import prediction_config
+from ..plan import Training
 from ..reference import peer_values
 from ..report import record, save_table
 
 EXPERIMENT = "table4_elasticc"
 STAND_IN = "stand-in light curves (not ELAsTiCC)"
+DRY_PER_CLASS = 6  # a dry run without ELAsTiCC: generated light curves per class (`dry_generated`)
 FLUX_TRANSFORMS = ("raw", "asinh")
 
 
@@ -79,7 +85,7 @@ class ElasticcRun:
     test_per_class: int = 1000  # ATAT's common test set
     standin_per_class: int = 900  # stand-in only: objects per class (before the split)
     standin_seed: int = 0
-    length_buckets: int = 8
+    length_buckets: int = 8  # ours, for cost: batches of similar length (a deviation); 0 = uniform, the paper's
     progress: bool = True
 
     def __post_init__(self):
@@ -102,7 +108,9 @@ class ElasticcRun:
         return TrainConfig(epochs=epochs, batch_size=per, lr=lr, betas=betas, weight_decay=0.05, grad_clip=10.0,
                            warmup_steps=self.warmup_steps if self.warmup_cap is None else
                            min(self.warmup_steps, int(self.warmup_cap * steps)), progress=self.progress,
-                           log_every=10, length_buckets=self.length_buckets)
+                           length_buckets=self.length_buckets, log_every=1 if runtime.dry_run() else 10,
+                           processes=self.processes,
+                           eval_every=1 if runtime.dry_run() else None)  # a dry run: its few steps in the curves
 
     def pretrain_config(self, n: int) -> TrainConfig:
         return self._train(self.pretrain_epochs, self.pretrain_batch, self.pretrain_lr, (0.9, 0.95), n)
@@ -128,24 +136,57 @@ def config(profile: str, **overrides) -> ElasticcRun:
     return dataclasses.replace(PROFILES[check_profile(profile)], **overrides)
 
 
+# the plan's training-set size: the paper's ~1.8 M light curves (Sec. 5.4) less ATAT's 20 x 1,000-object test
+# set, 4 of the 5 folds of the rest (approximate: the exact count needs the data)
+PAPER_TRAIN_OBJECTS = 1_424_000
+
+
+def paper_trainings(processes: int = 1) -> list[Training]:
+    """Notebook 13's paper trainings (`romae.plan`): per encoder the pre-training and the fine-tunings (pre-trained
+    and from scratch), light curves at ATAT's cap of 65 points per band."""
+    cfg, out = config("paper", processes=processes), []
+    shape = dict(n_tokens=cfg.max_per_band * len(elasticc.BANDS), samples=PAPER_TRAIN_OBJECTS, processes=processes,
+                 padded=True, source="~1.8 M light curves (Sec. 5.4), ATAT's split")
+    for encoder in cfg.encoders:
+        model = cfg.model_config(encoder)
+        clf = prediction_config(model, n_outputs=len(elasticc.CLASSES), dropout=cfg.dropout, drop_path=cfg.drop_path)
+        out += [Training(f"RoMAE-{encoder} pre-training", "pretrain", model, cfg.pretrain_config(shape["samples"]),
+                         runs=len(cfg.seeds), **shape),
+                Training(f"RoMAE-{encoder} fine-tuning", "finetune", clf, cfg.finetune_config(shape["samples"]),
+                         runs=len(cfg.seeds) * (1 + cfg.from_scratch), **shape)]
+    return out
+
+
 def _transform(name: str):
     return None if name == "raw" else (lambda v: torch.asinh(v / 10.0))
 
 
-def standin_store(cfg: ElasticcRun) -> tuple[Path, pd.DataFrame]:
-    """Generate the stand-in once into a store folder keyed by its size, seed and the generator's source."""
-    src = hashlib.sha256(inspect.getsource(lightcurves).encode()).hexdigest()[:12]
-    folder = CACHE / "stores" / f"standin-{cfg.standin_per_class}-{cfg.standin_seed}-{src}"
+def _generated_store(name: str, module, n_per_class: int, seed: int) -> tuple[Path, pd.DataFrame]:
+    """Write `module.generate(n_per_class, seed=seed)` once into a store folder keyed by its size, seed and the
+    generator's source (classes and bands: the module's CLASSES and BANDS)."""
+    src = hashlib.sha256(inspect.getsource(module).encode()).hexdigest()[:12]
+    folder = CACHE / "stores" / f"{name}-{n_per_class}-{seed}-{src}"
     meta_file = folder / "meta.csv"
     if not (store.has_shard(folder, "part-0") and meta_file.is_file()):
-        obs, meta = lightcurves.generate(cfg.standin_per_class, seed=cfg.standin_seed)
+        obs, meta = module.generate(n_per_class, seed=seed)
         store.write_shard(folder, "part-0", obs, id="object_id", time="mjd", variable="band", value=["flux", "flux_err"],
-                          flag="photflag", labels=meta.set_index("object_id").label, variables=lightcurves.BANDS,
-                          classes=lightcurves.CLASSES, source=dict(generator="romae.data.lightcurves", source=src,
-                                                                   n_per_class=cfg.standin_per_class,
-                                                                   seed=cfg.standin_seed))
+                          flag="photflag", labels=meta.set_index("object_id").label, variables=module.BANDS,
+                          classes=module.CLASSES, source=dict(generator=module.__name__, source=src,
+                                                              n_per_class=n_per_class, seed=seed))
         meta.to_csv(meta_file, index=False)
     return folder, pd.read_csv(meta_file)
+
+
+def standin_store(cfg: ElasticcRun) -> tuple[Path, pd.DataFrame]:
+    """Generate the stand-in once into a store folder keyed by its size, seed and the generator's source."""
+    return _generated_store("standin", lightcurves, cfg.standin_per_class, cfg.standin_seed)
+
+
+def dry_generated(cfg: ElasticcRun, root=None) -> bool:
+    """Whether this run trains on generated light curves of ELAsTiCC's shape (`elasticc.generate`, ATAT's 20
+    classes, up to 390 tokens): a dry run (`romae.runtime`) that asks for ELAsTiCC where its training sample is
+    absent (the one-class SNANA sample does not count). Labelled `runtime.DRY_LABEL`; not data."""
+    return runtime.dry_run() and cfg.data == "elasticc" and not elasticc.present(root)
 
 
 def build(cfg: ElasticcRun, root=None) -> dict:
@@ -154,8 +195,13 @@ def build(cfg: ElasticcRun, root=None) -> dict:
         folder, meta = standin_store(cfg)
         parts = elasticc.partitions(meta.object_id, meta.label, test_per_class=cfg.test_per_class)
         partition_source = "ATAT's partitions code on the stand-in"
+    elif dry_generated(cfg, root):  # one test object per class, the rest in ATAT's 5 folds
+        folder, meta = _generated_store("dry-elasticc", elasticc, DRY_PER_CLASS, 0)
+        parts = elasticc.partitions(meta.object_id, meta.label, test_per_class=1)
+        partition_source = "ATAT's partitions code on the generated light curves"
     else:
         folder, meta = elasticc.convert(root, progress=cfg.progress)
+        elasticc.check_classes(meta, root)  # e.g. the one-class SNANA sample: DataMissing, before any training
         paper_file = files.data_root(root) / "elasticc" / "data_partition_paper" / "partitions.parquet"
         if paper_file.is_file():
             parts, partition_source = elasticc.read_partitions(paper_file), "ATAT's published partitions.parquet"
@@ -172,8 +218,10 @@ def build(cfg: ElasticcRun, root=None) -> dict:
         raise ValueError(f"{len(missing)} partition objects (e.g. {missing[0]!r}) are not in the light curves")
     views = {k: data.subset(np.array(sorted(pos[o] for o in v), dtype=np.int64)) for k, v in ids.items()}
     views["validation"] = views["validation"].subset(np.arange(0, len(views["validation"]), 64))  # authors: every 64th
+    if runtime.dry_run():  # a few light curves per set
+        views = {k: v.subset(np.arange(runtime.dry_count(len(v)))) for k, v in views.items()}
     return dict(**views, classes=list(data.classes), meta=meta, partitions=parts, store=data,
-                stand_in=cfg.data == "stand-in", partition_source=partition_source)
+                stand_in=cfg.data == "stand-in", generated=dry_generated(cfg, root), partition_source=partition_source)
 
 
 def data_needs(profile: str = "smoke", data: str = "", **_params) -> list[Need]:
@@ -191,10 +239,15 @@ def find(cfg: ElasticcRun, root=None) -> tuple[bool, str]:
     if cfg.data == "stand-in":
         return True, ""
     try:
-        found = bool(elasticc.find(root))
+        found = elasticc.present(root)  # the training sample's folders, not any SNANA files (the one-class sample)
         return found, "" if found else elasticc.missing_message(root)
     except FileNotFoundError as e:
         return False, f"{e}. {elasticc.missing_message(root)}"
+
+
+def data_label(d: dict) -> str:
+    """What a run's light curves are, for printed lines: the stand-in, a dry run's generated ones, or ELAsTiCC."""
+    return "STAND-IN, not ELAsTiCC" if d["stand_in"] else runtime.DRY_LABEL if d["generated"] else "ELAsTiCC"
 
 
 def _weights(labels: torch.Tensor, n_classes: int) -> tuple[float, ...]:
@@ -205,14 +258,18 @@ def _weights(labels: torch.Tensor, n_classes: int) -> tuple[float, ...]:
 
 def _note(cfg: ElasticcRun, d: dict, res: dict, encoder: str, pretrained: bool) -> str:
     where = (f"{STAND_IN}: {len(d['classes'])} classes x {cfg.standin_per_class} generated objects, "
-             f"stand-in, not ELAsTiCC" if d["stand_in"] else "ELAsTiCC training sample")
+             f"stand-in, not ELAsTiCC" if d["stand_in"] else
+             f"{runtime.DRY_LABEL}: ATAT's {len(d['classes'])} classes x {DRY_PER_CLASS} generated light curves, not "
+             "ELAsTiCC" if d["generated"] else "ELAsTiCC training sample")
     pre = res["steps"]["pretrain"]
     return (f"{where}; fold {cfg.fold} ({d['partition_source']}): {len(d['train'])} train / {len(d['test'])} test; "
             f"RoMAE-{encoder}, " + (f"pre-trained {cfg.pretrain_epochs} epochs ({pre} steps, mask {cfg.mask_ratio}), "
                                     if pretrained else "from scratch, ")
             + f"fine-tuned {cfg.finetune_epochs} epochs ({res['steps']['finetune']} steps); flux {cfg.flux_transform}; "
             f"alert mask {'on' if cfg.alert_mask else 'off'}; class-weighted {'yes' if cfg.class_weighted else 'no'}; "
-            f"model after the last epoch")
+            f"drop-path {cfg.drop_path:g} as {DROP_PATH_RULE}; "
+            + (f"length-bucketed batches (windows of {cfg.length_buckets} batches sorted by length; the paper: uniform)"
+               if cfg.length_buckets else "uniform batches") + "; model after the last epoch")
 
 
 def setting(cfg: ElasticcRun, encoder: str, pretrained: bool) -> str:
@@ -229,7 +286,11 @@ def run(profile: str = "smoke", data_root=None, reports_dir=None, cache_dir=None
         **overrides) -> dict:
     """Pre-train + fine-tune (and from scratch) every encoder and seed; record rows; save the table."""
     cfg = config(profile, **overrides)
-    require(data_needs(profile, data=cfg.data), data_root)  # DataMissing naming the fetch command
+    if dry_generated(cfg, data_root):
+        print(f"ELAsTiCC's training sample is not under the data root; {runtime.DRY_LABEL}")
+        cfg = dataclasses.replace(cfg, seeds=runtime.dry_seeds(cfg.seeds))
+    else:
+        require(data_needs(profile, data=cfg.data), data_root)  # DataMissing naming the fetch command
     t0 = time.perf_counter()
     d = build(cfg, data_root)
     train, test = d["train"], d["test"]
@@ -246,8 +307,8 @@ def run(profile: str = "smoke", data_root=None, reports_dir=None, cache_dir=None
                     pretrain=cfg.pretrain_config(len(train)) if pretrained else None, n_outputs=len(d["classes"]),
                     seed=seed, key=key, dropout=cfg.dropout, drop_path=cfg.drop_path, head_overrides=head,
                     val_data=d["validation"], eval_batch=256, cache_dir=cache_dir, refresh=refresh,
-                    checkpoints=profile != "smoke")
-                label = setting(cfg, encoder, pretrained)
+                    checkpoints=profile != "smoke", profile=profile)
+                label = setting(cfg, encoder, pretrained) + (", generated (dry run)" if d["generated"] else "")
                 results[(label, seed)] = res
                 rows.append(dict(setting=label, encoder=encoder, pretrained=pretrained, seed=seed, **res["metrics"],
                                  pretrain_steps=res["steps"]["pretrain"], finetune_steps=res["steps"]["finetune"],
@@ -259,19 +320,20 @@ def run(profile: str = "smoke", data_root=None, reports_dir=None, cache_dir=None
             n = len(f)
             record(EXPERIMENT, label, metric, float(f[metric].mean()), ours_std=float(f[metric].std(ddof=1)) if n > 1 else None,
                    n_seeds=n, profile=profile, note=f.note.iloc[0], reports_dir=reports_dir)
-    table = comparison_table(per_seed, profile, d["stand_in"])
+    table = comparison_table(per_seed, profile, d["stand_in"], d["generated"])
     save_table(table, EXPERIMENT, reports_dir)
     save_table(per_seed.drop(columns="note"), f"{EXPERIMENT}_per_seed", reports_dir)
     return dict(config=cfg, found=True, message="", data=d, results=results, per_seed=per_seed, table=table,
                 seconds=time.perf_counter() - t0)
 
 
-def comparison_table(per_seed: pd.DataFrame, profile: str, stand_in: bool) -> pd.DataFrame:
-    """Table 4 as published beside ours. On the stand-in, ours sit in a separate column: a number on
-    generated light curves is not comparable with any published ELAsTiCC number."""
+def comparison_table(per_seed: pd.DataFrame, profile: str, stand_in: bool, generated: bool = False) -> pd.DataFrame:
+    """Table 4 as published beside ours. On the stand-in (or a dry run's generated light curves), ours sit in a
+    separate column: a number on generated light curves is not comparable with any published ELAsTiCC number."""
     peers = pd.DataFrame(peer_values(EXPERIMENT))
     out = peers[["model", "value", "source"]].rename(columns={"value": "ELAsTiCC macro-F1 (published)"})
-    col = f"{STAND_IN} macro-F1 (ours, {profile})" if stand_in else f"ELAsTiCC macro-F1 (ours, {profile})"
+    col = (f"{STAND_IN} macro-F1 (ours, {profile})" if stand_in else f"{runtime.DRY_LABEL} macro-F1 (ours, {profile})"
+           if generated else f"ELAsTiCC macro-F1 (ours, {profile})")
     ours = per_seed.groupby("setting", sort=False).agg(macro_f1=("macro_f1", "mean"), accuracy=("accuracy", "mean"),
                                                        n=("seed", "size")).reset_index()
     ours = pd.DataFrame({"model": ours.setting + " (ours, mean of " + ours.n.astype(str) + " seed(s))",

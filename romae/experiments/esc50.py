@@ -29,12 +29,14 @@ import numpy as np
 import pandas as pd
 import torch
 
+from .. import runtime
 from ..audio import fbank, from_spectrograms
 from ..images import mae_reconstruction
 from ..config import RoMAEConfig, TrainConfig, check_profile, size
 from ..data import audioset, esc50, librispeech
 from ..data.catalog import Need, require
-from ..model import RoMAEForPreTraining
+from ..model import RoMAEForPreTraining, prediction_config
+from ..plan import Training
 from ..recipe import pretrain_finetune
 from ..reference import peer_values
 from ..report import record, save_table
@@ -70,6 +72,7 @@ class ESC50Run:
     finetune_lr: float = 1e-3
     finetune_warmup: int = 50
     label_smoothing: float = 0.2  # PyTorch's epsilon = 1 - c, c = 0.8 (Table 11)
+    grad_clip: float = 1.0  # global gradient-norm clip, pre-training and fine-tuning (Table 11)
     warmup_cap: float | None = None  # reduced profiles: warm-up at most this share of a run's steps
     from_scratch: bool = False  # also the same classifier without pre-training (the control)
     max_clips: int | None = None  # smoke: at most this many clips of each class and split
@@ -96,6 +99,7 @@ class ESC50Run:
         per = max(1, min(batch // self.processes, n))
         steps = epochs * -(-n // (per * self.processes))
         return TrainConfig(epochs=epochs, batch_size=per, lr=lr, betas=betas, weight_decay=wd, progress=self.progress,
+                           grad_clip=self.grad_clip, processes=self.processes,
                            warmup_steps=warmup if self.warmup_cap is None else min(warmup, int(self.warmup_cap * steps)))
 
     def pretrain_config(self, n: int) -> TrainConfig:
@@ -122,11 +126,71 @@ def config(profile: str, **overrides) -> ESC50Run:
     return dataclasses.replace(PROFILES[check_profile(profile)], **overrides)
 
 
+# the plan's sizes (`paper_trainings`): ESC-50's 2,000 clips of 50 classes in 5 folds, 5 s each (498 fbank
+# frames); AudioSet's balanced list (22,160 segments: an upper bound, many videos are gone); 70 % of
+# LibriSpeech train-clean-100's 28,539 utterances (`librispeech.split_utterances`)
+PAPER_CLIPS = dict(esc50=1_600, audioset=22_160, librispeech=19_977)
+ESC50_CLASSES, ESC50_FRAMES, ESC50_FOLDS = 50, 498, 5
+
+
+def paper_trainings(processes: int = 1) -> list[Training]:
+    """Notebook 11's paper trainings (`romae.plan`): one pre-training per source, fine-tuned on every fold."""
+    cfg = config("paper", processes=processes)
+    model, bins = cfg.model_config(), cfg.mel_bins // cfg.patch
+    clf = prediction_config(model, n_outputs=ESC50_CLASSES, label_smoothing=cfg.label_smoothing)
+    shape = dict(runs=len(cfg.seeds), processes=processes, source="see PAPER_CLIPS")
+    pre = [Training(f"{SOURCES[s]} pre-training", "pretrain", model, cfg.pretrain_config(PAPER_CLIPS[s]),
+                    cfg.pretrain_frames // cfg.patch * bins, PAPER_CLIPS[s], **shape) for s in cfg.pretrain_sources]
+    n, folds = PAPER_CLIPS["esc50"], ESC50_FOLDS if cfg.protocol == "5fold" else 1
+    return pre + [Training(f"ESC-50 fine-tuning after {SOURCES[s]}", "finetune", clf, cfg.finetune_config(n),
+                           -(-ESC50_FRAMES // cfg.patch) * bins, n, **dict(shape, runs=folds * len(cfg.seeds)))
+                  for s in cfg.pretrain_sources]
+
+
 def spectrograms(waves, chunk: int = 64, **kw) -> list[torch.Tensor]:
     """fbank of each waveform (a 2-D array of equal-length clips is done in batches of `chunk`)."""
     if isinstance(waves, np.ndarray) and waves.ndim == 2:
         return [s for i in range(0, len(waves), chunk) for s in fbank(torch.from_numpy(waves[i:i + chunk]), **kw)]
     return [fbank(torch.as_tensor(w), **kw) for w in waves]
+
+
+DRY_CLIPS = 30  # a dry run: ESC-50 clips read (6 per fold) or generated, and clips of each pre-training set
+
+
+def dry_waves(n: int, seconds, labels=None, seed: int = 0) -> list[np.ndarray]:
+    """n generated 16-kHz waveforms of `seconds` each (one number, or one per clip), a tone per label in noise: a
+    dry run's stand-in for clips it does not have."""
+    rng, rate = np.random.default_rng(seed), esc50.SAMPLE_RATE
+    labels = np.zeros(n, np.int64) if labels is None else labels
+    out = []
+    for s, y in zip(np.broadcast_to(seconds, n), labels):
+        t = np.arange(int(s * rate)) / rate
+        tone = 0.3 * np.sin(2 * np.pi * (200 + 60 * y) * t)
+        out.append((tone + 0.1 * rng.standard_normal(len(t))).astype(np.float32))
+    return out
+
+
+def dry_clips(n: int = DRY_CLIPS, seed: int = 0) -> dict:
+    """A dry run's stand-in for the official ESC-50 clips (`esc50.load`'s keys): n generated 5-s clips at 16 kHz,
+    spread over the 50 classes, in folds 1-5 in turn; source "generated", path `runtime.DRY_LABEL`."""
+    labels = np.arange(n, dtype=np.int64) * ESC50_CLASSES // n
+    folds = np.arange(n, dtype=np.int64) % ESC50_FOLDS + 1
+    classes = [f"dry class {k}" for k in range(ESC50_CLASSES)]
+    meta = pd.DataFrame(dict(filename=[f"{f}-dry{i}-A-{y}.wav" for i, (f, y) in enumerate(zip(folds, labels))],
+                             fold=folds, target=labels, category=[classes[y] for y in labels]))
+    return dict(waves=np.stack(dry_waves(n, 5.0, labels, seed)), labels=labels, folds=folds, classes=classes,
+                meta=meta, source="generated", path=runtime.DRY_LABEL, sample_rate=esc50.SAMPLE_RATE)
+
+
+def load_clips(cfg: ESC50Run, root=None, progress: bool | None = None) -> dict:
+    """The run's ESC-50 clips (`esc50.load`; the 5-fold protocol: the official 2,000); in a dry run at most
+    DRY_CLIPS of them (the first of each fold), or without them generated clips of their shapes (`dry_clips`)."""
+    source = "official" if cfg.protocol == "5fold" else "auto"
+    dry = runtime.dry_run()
+    if dry and not (esc50.present(root, "official") or source == "auto" and esc50.present(root, "subset")):
+        return dry_clips()
+    return esc50.load(root, source=source, progress=cfg.progress if progress is None else progress,
+                      per_fold=DRY_CLIPS // ESC50_FOLDS if dry else None)
 
 
 def data_needs(profile: str = "smoke", audioset_dir: str = "", **_params) -> list[Need]:
@@ -192,13 +256,19 @@ def _pretrain_set(cfg: ESC50Run, source: str, root) -> tuple[object, dict]:
     def features(w):  # cropped to the target length here; padded (after the statistics) by from_spectrograms
         return fbank(torch.from_numpy(np.ascontiguousarray(w)), num_mel_bins=cfg.mel_bins)[:cfg.pretrain_frames].half()
 
-    if source == "audioset":
-        a = audioset.load(cfg.audioset_dir, root, progress=cfg.progress, features=features)
+    dry = DRY_CLIPS if runtime.dry_run() else None  # a dry run: a few clips, generated where the data is absent
+    here = (bool(cfg.audioset_dir) and audioset.meta_present(root) if source == "audioset" else
+            all(librispeech.present(s, root) for s in cfg.librispeech_splits))
+    if dry and not here:  # AudioSet's 10-s clips; LibriSpeech's utterances of 2-16 s
+        seconds = 10.0 if source == "audioset" else np.random.default_rng(1).uniform(2, 16, dry)
+        specs, key = [features(w) for w in dry_waves(dry, seconds, seed=1)], dict(generated=dry)
+    elif source == "audioset":
+        a = audioset.load(cfg.audioset_dir, root, progress=cfg.progress, features=features, max_clips=dry)
         specs, key = a["features"], dict(ids=len(a["ids"]), found=a["found"])
     else:
         specs, ids = [], []
         for s in cfg.librispeech_splits:
-            d = librispeech.load(s, root, progress=cfg.progress, features=features)
+            d = librispeech.load(s, root, progress=cfg.progress, features=features, max_utterances=dry)
             train, _ = librispeech.split_utterances(d["ids"])  # the paper's 70/30 split
             specs += [d["features"][i] for i in train]
             ids += [d["ids"][i] for i in train]
@@ -220,15 +290,19 @@ def run(profile: str = "smoke", data_root=None, reports_dir=None, cache_dir=None
         **overrides) -> dict:
     """Pre-train (per source), fine-tune per split and seed (and from scratch); record accuracy (%)."""
     cfg = config(profile, **overrides)
-    require(data_needs(profile, audioset_dir=cfg.audioset_dir or ""), data_root)  # DataMissing with the fetch command
+    if not runtime.dry_run():  # a dry run without the data trains on generated clips (`load_clips`)
+        require(data_needs(profile, audioset_dir=cfg.audioset_dir or ""), data_root)  # DataMissing, fetch command
     t0 = time.perf_counter()
-    d = esc50.load(data_root, source="official" if cfg.protocol == "5fold" else "auto", progress=cfg.progress)
+    d = load_clips(cfg, data_root)
     specs = spectrograms(d["waves"], num_mel_bins=cfg.mel_bins)
-    subset = d["source"] != "official" or cfg.protocol != "5fold"
+    subset = d["source"] not in ("official", "generated") or cfg.protocol != "5fold"
     model_cfg = cfg.model_config()
     rows, results, views = [], {}, {}
     external = {s: _pretrain_set(cfg, s, data_root) for s in cfg.pretrain_sources if s != "esc50"}  # once for all folds
-    for split_name, tr, te in _splits(d, cfg):
+    generated = [SOURCES[s] for s, (_, k) in external.items() if "generated" in k]
+    generated += ["ESC-50"] if d["source"] == "generated" else []
+    splits = _splits(d, cfg)
+    for split_name, tr, te in splits[:1] if runtime.dry_run() else splits:  # a dry run: the first fold
         train = from_spectrograms([specs[i] for i in tr], d["labels"][tr], patch_size=cfg.patch, classes=d["classes"])
         test = from_spectrograms([specs[i] for i in te], d["labels"][te], patch_size=cfg.patch, classes=d["classes"],
                                  mean=float(train.mean), std=float(train.std), target_frames=train.grids.shape[2])
@@ -236,7 +310,7 @@ def run(profile: str = "smoke", data_root=None, reports_dir=None, cache_dir=None
         esc_key = dict(esc50=d["source"], clips=[d["meta"].filename[i] for i in tr], fbank=dict(bins=cfg.mel_bins))
         for source in cfg.pretrain_sources:
             pre_data, pre_key = (None, esc_key) if source == "esc50" else external[source]
-            for seed in cfg.seeds:
+            for seed in runtime.dry_seeds(cfg.seeds):
                 for pretrained in (True, False) if cfg.from_scratch else (True,):
                     if not pretrained and source != cfg.pretrain_sources[0]:
                         continue  # one from-scratch control per split and seed
@@ -247,7 +321,8 @@ def run(profile: str = "smoke", data_root=None, reports_dir=None, cache_dir=None
                         pretrain_data=pre_data, key=pre_key if pretrained else esc_key,
                         finetune_key=dict(esc50_train=esc_key["clips"]) if pre_data is not None else None,
                         n_outputs=len(d["classes"]), seed=seed, head_overrides=dict(label_smoothing=cfg.label_smoothing),
-                        eval_batch=64, cache_dir=cache_dir, refresh=refresh, checkpoints=profile != "smoke")
+                        eval_batch=64, cache_dir=cache_dir, refresh=refresh, checkpoints=profile != "smoke",
+                        profile=profile)
                     label = setting(cfg, source, pretrained, subset)
                     results[(label, split_name, seed)] = res
                     rows.append(dict(setting=label, split=split_name, seed=seed, accuracy_pct=100 * res["metrics"]["accuracy"],
@@ -259,7 +334,7 @@ def run(profile: str = "smoke", data_root=None, reports_dir=None, cache_dir=None
         per_seed = f.groupby("seed").accuracy_pct.mean()  # mean over folds, per seed
         record(EXPERIMENT, label, "accuracy_pct", float(per_seed.mean()),
                ours_std=float(per_seed.std(ddof=1)) if len(per_seed) > 1 else None, n_seeds=len(per_seed),
-               profile=profile, note=_note(cfg, d, f, subset), reports_dir=reports_dir)
+               profile=profile, note=_note(cfg, d, f, subset, generated), reports_dir=reports_dir)
     table = comparison_table(per_run, profile, subset)
     save_table(table, EXPERIMENT, reports_dir)
     save_table(per_run, f"{EXPERIMENT}_per_run", reports_dir)
@@ -267,7 +342,7 @@ def run(profile: str = "smoke", data_root=None, reports_dir=None, cache_dir=None
                 table=table, seconds=time.perf_counter() - t0)
 
 
-def _note(cfg: ESC50Run, d: dict, f: pd.DataFrame, subset: bool) -> str:
+def _note(cfg: ESC50Run, d: dict, f: pd.DataFrame, subset: bool, generated=()) -> str:
     r = f.iloc[0]
     where = ("ESC-50, official 5-fold cross-validation, " if not subset else
              f"{SUBSET}: ESC-50 shared subset ({len(d['labels'])} of 2,000 clips, 16 kHz), " if d["source"] != "official"
@@ -276,7 +351,9 @@ def _note(cfg: ESC50Run, d: dict, f: pd.DataFrame, subset: bool) -> str:
            f"no [CLS]), " if pd.notna(r.pretrain_steps) else "from scratch, ")
     return (where + f"{f.split.iloc[0]}: {r.n_train} train / {r.n_test} test clips; RoMAE-{cfg.encoder}, 128-bin "
             f"Kaldi fbank, 16x16 patches; " + pre + f"fine-tuned {cfg.finetune_epochs} epochs ({r.finetune_steps} "
-            f"steps), mean head; {f.seed.nunique()} seed(s)" + ("; reduced" if subset else ""))
+            f"steps), mean head; {f.seed.nunique()} seed(s)" + ("; reduced" if subset else "")
+            + ("; dry run: the first fold only" if runtime.dry_run() and cfg.protocol == "5fold" else "")
+            + (f"; {', '.join(generated)}: {runtime.DRY_LABEL}" if generated else ""))
 
 
 def comparison_table(per_run: pd.DataFrame, profile: str, subset: bool) -> pd.DataFrame:

@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from .. import plan, runtime
 from ..cache import cached
 from ..config import RoMAEConfig, TrainConfig, check_profile, size
 from ..data.sines import SineConfig, one_mode_freqs, sine_series, snr, two_mode_freqs
@@ -110,6 +111,14 @@ def config(profile: str) -> FrequencyConfig:
     return PROFILES[check_profile(profile)]
 
 
+def paper_trainings() -> list[plan.Training]:
+    """Notebook 02's paper training (`romae.plan`): the interpolation model on 10,000 generated series."""
+    cfg = config("paper")
+    return [plan.Training("frequency interpolation", "pretrain", cfg.model_config(), cfg.train_config(), cfg.sines.T,
+                          cfg.n_train, runs=1 + bool(cfg.control and cfg.position_scale != 1.0),
+                          hidden=1 - cfg.sines.n_obs / cfg.sines.T, source="App. B.4 (generated)")]
+
+
 def control_config(cfg: FrequencyConfig) -> FrequencyConfig:
     """The raw-t control of `cfg`: the same run with the authors' positions t in [0, 1] (position_scale 1)."""
     return dataclasses.replace(cfg, position_scale=1.0, control=False)
@@ -129,7 +138,8 @@ def to_tensors(series: dict[str, np.ndarray], position_scale: float = 1.0) -> di
                 mask=~torch.as_tensor(series["observed"]))
 
 
-def train_model(cfg: FrequencyConfig, cache_dir=None, refresh: bool = False, checkpoints: bool = False) -> dict:
+def train_model(cfg: FrequencyConfig, cache_dir=None, refresh: bool = False, checkpoints: bool = False,
+                profile: str = "") -> dict:
     """Train (or load from the cache) the interpolation model -> {state_dict, history, seconds, steps}.
 
     `checkpoints`: keep checkpoints and history.jsonl in <repo>/runs/frequency_model-<config hash>/, so
@@ -139,7 +149,9 @@ def train_model(cfg: FrequencyConfig, cache_dir=None, refresh: bool = False, che
     if cfg.position_scale != 1.0:  # only then, so raw-t entries cached before the option existed stay valid
         key["position_scale"] = cfg.position_scale
     data = to_tensors(sine_series(cfg.n_train, cfg.train_seed, cfg.sines), cfg.position_scale)
-    return fit_cached("frequency_model", RoMAEForPreTraining, cfg.model_config(), data, cfg.train_config(), key,
+    train = plan.fit_memory(cfg.train_config(), cfg.model_config(), cfg.sines.T, "pretrain", profile,
+                            hidden=1 - cfg.sines.n_obs / cfg.sines.T)  # paper: the planned micro-batch
+    return fit_cached("frequency_model", RoMAEForPreTraining, cfg.model_config(), data, train, key,
                       seed=cfg.seed, cache_dir=cache_dir, refresh=refresh, checkpoints=checkpoints)
 
 
@@ -242,10 +254,11 @@ def evaluate_config(cfg: FrequencyConfig, trained: dict, cache_dir=None, refresh
     """Evaluate a trained model on the one-mode, two-mode and example series (cached) -> dict of frames."""
     def compute_eval():
         model = load_model(cfg, trained)
-        one_s = sine_series(len(cfg.test_freqs) * cfg.n_test_one, cfg.test_seed, cfg.sines,
-                            freqs=one_mode_freqs(cfg.test_freqs, cfg.n_test_one))
-        two_s = sine_series(len(cfg.test_freqs) * (len(cfg.test_freqs) - 1) // 2 * cfg.n_test_two,
-                            cfg.test_seed + 1, cfg.sines, freqs=two_mode_freqs(cfg.test_freqs, cfg.n_test_two))
+        n_one, n_two = runtime.dry_count(cfg.n_test_one, 2), runtime.dry_count(cfg.n_test_two, 1)  # dry run: a few
+        one_s = sine_series(len(cfg.test_freqs) * n_one, cfg.test_seed, cfg.sines,
+                            freqs=one_mode_freqs(cfg.test_freqs, n_one))
+        two_s = sine_series(len(cfg.test_freqs) * (len(cfg.test_freqs) - 1) // 2 * n_two,
+                            cfg.test_seed + 1, cfg.sines, freqs=two_mode_freqs(cfg.test_freqs, n_two))
         ex = sine_series(1, cfg.test_seed + 2, cfg.sines, freqs=np.array([cfg.example_freqs]))
         one, _ = evaluate(model, one_s, cfg.eval_batch, cfg.position_scale)
         two, _ = evaluate(model, two_s, cfg.eval_batch, cfg.position_scale)
@@ -294,7 +307,7 @@ def run(profile: str = "smoke", reports_dir=None, cache_dir=None, refresh: bool 
         variants.append((", raw t (control)", control_config(cfg)))
     out = {}
     for suffix, c in variants:
-        trained = train_model(c, cache_dir=cache_dir, refresh=refresh, checkpoints=checkpoints)
+        trained = train_model(c, cache_dir=cache_dir, refresh=refresh, checkpoints=checkpoints, profile=profile)
         ev = evaluate_config(c, trained, cache_dir=cache_dir, refresh=refresh)
         note = f"{c.n_train} series x {c.epochs} epochs, decoder {c.decoder}, positions = t x {c.position_scale:g}"
         _record_variant(ev, suffix, profile, note, reports_dir)

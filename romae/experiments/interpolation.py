@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from .. import plan, runtime
 from ..cache import cached
 from ..config import RoMAEConfig, TrainConfig, check_profile, size
 from ..data import spiral as S
@@ -107,11 +108,13 @@ def model_config(run: RunConfig, token_dim: int, mask_ratio: float = 0.75) -> Ro
 
 
 def _seeds(name: str, run: RunConfig, mcfg: RoMAEConfig, train: dict, data_cfg, evaluate, prof, cache_dir,
-           refresh, checkpoints) -> list[dict]:
+           refresh, checkpoints, profile: str = "") -> list[dict]:
     """Train (cached) one model per seed of `run` and evaluate it (cached): evaluate(model) -> dict."""
     out = []
-    for seed in run.seeds:
-        trained = fit_cached(f"{name}_model", RoMAEForPreTraining, mcfg, train, run.train_config(seed),
+    hidden = float(train["mask"][0].float().mean()) if "mask" in train else None  # masks the data gives
+    for seed in runtime.dry_seeds(run.seeds):  # a dry run: the first seed
+        train_cfg = plan.fit_memory(run.train_config(seed), mcfg, train["values"].shape[1], "pretrain", profile, hidden)
+        trained = fit_cached(f"{name}_model", RoMAEForPreTraining, mcfg, train, train_cfg,
                              dict(data=dataclasses.asdict(data_cfg), position_scale=run.position_scale),
                              seed=seed, cache_dir=cache_dir, refresh=refresh, checkpoints=checkpoints)
         ev = cached(f"{name}_eval", dict(prof=dataclasses.asdict(prof), seed=seed, steps=trained["steps"]),
@@ -137,6 +140,27 @@ def _reconstruct(model, values, positions, mask, pad_mask=None, batch: int = 256
     return torch.cat(out).numpy()
 
 
+def paper_trainings(prof: InterpolationProfile | None = None, suffix: str = "") -> list[plan.Training]:
+    """Notebook 15's paper trainings (`romae.plan`): Spiral and Synthetic, every seed (shapes as run_spiral and
+    run_synthetic build them: Synthetic pads its 3-10 observed points to equal mask sizes)."""
+    prof = prof or config("paper")
+    sp, spd, sy, syd = prof.spiral, prof.spiral_data, prof.synthetic, prof.synthetic_data
+    n_sy = syd.n_points + syd.obs_max - syd.obs_min  # romae.masking.pad_observed
+    return [plan.Training("spiral" + suffix, "pretrain", model_config(sp, 2, 1 - spd.n_obs / spd.n_points),
+                          sp.train_config(sp.seeds[0]), spd.n_points, spd.n_train, runs=len(sp.seeds),
+                          source="App. D.7 (generated)"),
+            plan.Training("synthetic" + suffix, "pretrain", model_config(sy, 1), sy.train_config(sy.seeds[0]), n_sy,
+                          syd.sizes()["train"], runs=len(sy.seeds), hidden=1 - syd.obs_max / n_sy,
+                          source="App. D.8 (generated)")]
+
+
+def _dry_head(d: dict) -> dict:
+    """A test set's first `runtime.dry_count` series (a dry run), every per-series array cut; else `d`."""
+    n = len(d["values"])
+    k = runtime.dry_count(n)
+    return d if k == n else {key: v if key == "t" else v[:k] for key, v in d.items()}
+
+
 # ----------------------------------------------------------------------------- spiral
 
 def spiral_tensors(d: dict, scale: float) -> dict:
@@ -149,8 +173,8 @@ def spiral_tensors(d: dict, scale: float) -> dict:
 def evaluate_spiral(model, prof: InterpolationProfile, scale: float) -> tuple[pd.DataFrame, dict]:
     """RMSE per trial (vs clean, vs noisy, authors' formula) and the first trial's predictions."""
     rows, first = [], None
-    for k in range(prof.n_trials):
-        d = S.spirals("test", prof.spiral_data, trial=k)
+    for k in range(runtime.dry_count(prof.n_trials, 2)):  # a dry run: 2 trials
+        d = _dry_head(S.spirals("test", prof.spiral_data, trial=k))
         x = spiral_tensors(d, scale)
         recon = _reconstruct(model, x["values"], x["positions"], x["mask"], batch=prof.eval_batch)
         hidden = ~d["observed"]
@@ -162,7 +186,7 @@ def evaluate_spiral(model, prof: InterpolationProfile, scale: float) -> tuple[pd
     return pd.DataFrame(rows), first
 
 
-def run_spiral(prof: InterpolationProfile, cache_dir=None, refresh=False, checkpoints=False) -> dict:
+def run_spiral(prof: InterpolationProfile, cache_dir=None, refresh=False, checkpoints=False, profile: str = "") -> dict:
     run, dcfg = prof.spiral, prof.spiral_data
     mcfg = model_config(run, token_dim=2, mask_ratio=1 - dcfg.n_obs / dcfg.n_points)  # 45 of 75 hidden
     train = spiral_tensors(S.spirals("train", dcfg), run.position_scale)
@@ -172,7 +196,7 @@ def run_spiral(prof: InterpolationProfile, cache_dir=None, refresh=False, checkp
         frame, first = evaluate_spiral(model, prof, run.position_scale)
         return dict(trials=frame, first=first)
 
-    return dict(runs=_seeds("spiral", run, mcfg, train, dcfg, evaluate, prof, cache_dir, refresh, checkpoints),
+    return dict(runs=_seeds("spiral", run, mcfg, train, dcfg, evaluate, prof, cache_dir, refresh, checkpoints, profile),
                 model=mcfg)
 
 
@@ -194,8 +218,8 @@ def evaluate_synthetic(model, prof: InterpolationProfile, scale: float) -> tuple
     """Per-series MSE at the unobserved points (vs noisy and clean) for each protocol, and examples."""
     dcfg, frames, examples = prof.synthetic_data, [], {}
     for proto in ("3-10",) + tuple(str(k) for k in prof.eval_n_obs):
-        d = Y.split("test", dcfg, n_obs=None if proto == "3-10" else int(proto),
-                    obs_seed=dcfg.obs_seed + 10 + len(frames))
+        d = _dry_head(Y.split("test", dcfg, n_obs=None if proto == "3-10" else int(proto),
+                              obs_seed=dcfg.obs_seed + 10 + len(frames)))
         x = synthetic_tensors(d, scale, dcfg.obs_min, dcfg.obs_max)
         recon = _reconstruct(model, x["values"], x["positions"], x["mask"], x.get("pad_mask"),
                              prof.eval_batch)[:, : dcfg.n_points, 0]
@@ -209,7 +233,8 @@ def evaluate_synthetic(model, prof: InterpolationProfile, scale: float) -> tuple
     return pd.concat(frames, ignore_index=True), examples
 
 
-def run_synthetic(prof: InterpolationProfile, cache_dir=None, refresh=False, checkpoints=False) -> dict:
+def run_synthetic(prof: InterpolationProfile, cache_dir=None, refresh=False, checkpoints=False,
+                  profile: str = "") -> dict:
     run, dcfg = prof.synthetic, prof.synthetic_data
     mcfg = model_config(run, token_dim=1)
     train = synthetic_tensors(Y.split("train", dcfg), run.position_scale, dcfg.obs_min, dcfg.obs_max)
@@ -218,7 +243,8 @@ def run_synthetic(prof: InterpolationProfile, cache_dir=None, refresh=False, che
         frame, ex = evaluate_synthetic(model, prof, run.position_scale)
         return dict(series=frame, examples=ex)
 
-    return dict(runs=_seeds("synthetic", run, mcfg, train, dcfg, evaluate, prof, cache_dir, refresh, checkpoints),
+    return dict(runs=_seeds("synthetic", run, mcfg, train, dcfg, evaluate, prof, cache_dir, refresh, checkpoints,
+                            profile),
                 model=mcfg)
 
 
@@ -234,13 +260,13 @@ def run(profile: str = "smoke", reports_dir=None, cache_dir=None, refresh: bool 
     """Train and evaluate both benchmarks (cached), record rows, save `table7_interpolation`."""
     prof = config(profile)
     checkpoints = profile != "smoke" if checkpoints is None else checkpoints
-    sp = run_spiral(prof, cache_dir, refresh, checkpoints)
-    sy = run_synthetic(prof, cache_dir, refresh, checkpoints)
+    sp = run_spiral(prof, cache_dir, refresh, checkpoints, profile)
+    sy = run_synthetic(prof, cache_dir, refresh, checkpoints, profile)
 
     rows = []
     sp_note = (f"{prof.spiral.epochs} epochs at lr {prof.spiral.lr:g} x {len(prof.spiral.seeds)} seed(s), decoder "
                f"{prof.spiral.decoder}; "
-               f"std over {prof.n_trials} evaluation trials")
+               f"std over {len(sp['runs'][0]['trials'])} evaluation trials")
     trials = pd.concat([r["trials"] for r in sp["runs"]])
     for metric, col in (("rmse_clean", "rmse_clean"), ("rmse_noisy", "rmse_noisy"),
                         ("authors_formula_noisy", "authors_formula_noisy")):
@@ -251,7 +277,7 @@ def run(profile: str = "smoke", reports_dir=None, cache_dir=None, refresh: bool 
                          source=f"this run ({profile})"))
     sy_note = (f"{prof.synthetic.epochs} epochs, {prof.synthetic_data.n} series, positions t x "
                f"{prof.synthetic.position_scale:g}; mean +- std over "
-               f"{len(prof.synthetic.seeds)} seed(s) of the test MSE")
+               f"{len(sy['runs'])} seed(s) of the test MSE")
     for proto in ("3-10",) + tuple(str(k) for k in prof.eval_n_obs):
         for metric in ("mse_noisy", "mse_clean"):
             per_seed = [r["series"].loc[r["series"].protocol == proto, metric].mean() for r in sy["runs"]]

@@ -48,6 +48,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from .. import plan, runtime
 from ..config import RoMAEConfig, TrainConfig, check_profile
 from ..data import spiral as S
 from ..data import synthetic as Y
@@ -80,6 +81,15 @@ def interpolation_profile(profile: str, init: str) -> interpolation.Interpolatio
 def control_config(profile: str, init: str) -> frequency.FrequencyConfig:
     """Notebook 02's raw-t control (the profile's config at position_scale 1) with `init`."""
     return dataclasses.replace(frequency.control_config(frequency.config(profile)), mask_token_init=init)
+
+
+def paper_trainings() -> list[plan.Training]:
+    """Notebook 04's paper trainings (`romae.plan`): the three pieces with MAE's N(0, 0.02) [MASK]. Their zeros
+    runs are notebooks 15's and 02's own paper runs (same cache key: trained once, counted there)."""
+    c = control_config("paper", "normal")
+    return interpolation.paper_trainings(interpolation_profile("paper", "normal"), ", normal [MASK]") + [
+        dataclasses.replace(t, name="raw-t control, normal [MASK]", model=c.model_config(), train=c.train_config())
+        for t in frequency.paper_trainings()]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,7 +129,7 @@ def _first_batch(start: Start) -> dict:
     model would draw a random one."""
     data = ArrayDataset(**start.data)
     perm = torch.randperm(len(data), generator=torch.Generator().manual_seed(start.train.seed))
-    batch = data.batch(perm[: start.train.batch_size])
+    batch = data.batch(perm[: runtime.dry_count(start.train.batch_size, 8)])  # a dry run: at most 8 samples
     if "mask" not in batch:
         B, N = batch["values"].shape[:2]
         batch["mask"] = random_mask(B, N, start.model.mask_ratio, batch.get("pad_mask"),
@@ -221,19 +231,19 @@ def train_pieces(profile: str, init: str, cache_dir=None, checkpoints: bool = Fa
         prof = dataclasses.replace(prof, synthetic=dataclasses.replace(prof.synthetic, seeds=tuple(synthetic_seeds)))
     metrics, per_seed, histories, seconds, models = {}, {}, {}, {}, {}
     if "spiral" in pieces:
-        sp = interpolation.run_spiral(prof, cache_dir, checkpoints=checkpoints)
+        sp = interpolation.run_spiral(prof, cache_dir, checkpoints=checkpoints, profile=profile)
         metrics.update(_spiral_metrics(sp))
         histories["Spiral"], models["Spiral"] = [r["history"] for r in sp["runs"]], sp["model"]
         seconds["Spiral"] = sum(r["seconds"] for r in sp["runs"])
     if "synthetic" in pieces:
-        sy = interpolation.run_synthetic(prof, cache_dir, checkpoints=checkpoints)
+        sy = interpolation.run_synthetic(prof, cache_dir, checkpoints=checkpoints, profile=profile)
         mean, per_seed = _synthetic_metrics(sy, ("3-10",) + tuple(str(k) for k in prof.eval_n_obs))
         metrics.update(mean)
         histories["Synthetic"], models["Synthetic"] = [r["history"] for r in sy["runs"]], sy["model"]
         seconds["Synthetic"] = sum(r["seconds"] for r in sy["runs"])
     if "control" in pieces:
         c = control_config(profile, init)
-        trained = frequency.train_model(c, cache_dir=cache_dir, checkpoints=checkpoints)
+        trained = frequency.train_model(c, cache_dir=cache_dir, checkpoints=checkpoints, profile=profile)
         ev = frequency.evaluate_config(c, trained, cache_dir=cache_dir)
         metrics.update(_control_metrics(ev))
         histories["raw-t control"], models["raw-t control"] = [pd.DataFrame(trained["history"])], c.model_config()
@@ -423,7 +433,9 @@ def plot_learning_curves(res: dict):
     for ax, piece in zip(axes[0], pieces):
         for init, color in (("zeros", "tab:red"), ("normal", "tab:blue")):
             for k, h in enumerate(res["runs"][init]["histories"].get(piece, [])):
-                h = h.dropna(subset=["loss"]) if "loss" in h else h
+                if "loss" not in h:  # no logged row (a dry run's two steps)
+                    continue
+                h = h.dropna(subset=["loss"])
                 ax.plot(h.step, h.loss, color=color, alpha=1.0 if k == 0 else 0.5,
                         label=f"{init}" + (f" (run {k + 1})" if k else ""))
         ax.set(title=piece, xlabel="step", yscale="log")

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from .. import plan, runtime
 from ..config import RoMAEConfig, TrainConfig, check_profile, size
 from ..data import pendulum as P
 from ..model import RoMAEForPrediction
@@ -113,11 +114,25 @@ def predict(model: RoMAEForPrediction, data: dict, batch: int = 500) -> torch.Te
     return torch.cat(out).reshape(data["labels"].shape)
 
 
-def train_seed(run: PendulumRun, seed: int, data: dict, cache_dir=None, refresh=False, checkpoints=False) -> dict:
+def train_seed(run: PendulumRun, seed: int, data: dict, cache_dir=None, refresh=False, checkpoints=False,
+               profile: str = "") -> dict:
     """Train one seed (cached) -> {state_dict, history, steps, seconds}."""
     key = dict(data=dataclasses.asdict(run.data), pixel_norm=run.pixel_norm)
-    return fit_cached("pendulum_model", RoMAEForPrediction, run.model_config(), data, run.train_config(seed),
+    train = plan.fit_memory(run.train_config(seed), run.model_config(), data["values"].shape[1], "finetune", profile)
+    return fit_cached("pendulum_model", RoMAEForPrediction, run.model_config(), data, train,
                       key, seed=seed, cache_dir=cache_dir, refresh=refresh, checkpoints=checkpoints)
+
+
+def paper_trainings() -> list[plan.Training]:
+    """Notebook 14's paper trainings (`romae.plan`): ours and the authors' configuration, every seed."""
+    return [plan.Training(f"pendulum, {label}", "finetune", c.model_config(), c.train_config(c.seeds[0]),
+                          int(c.data.sample_rate * c.data.T), c.data.n_train, runs=len(c.seeds), source="Table 15")
+            for label, c in variants(config("paper"))]
+
+
+def variants(cfg: PendulumRun) -> list[tuple[str, PendulumRun]]:
+    """(label, configuration) of every variant a run trains: ours, and the authors' if cfg.authors_variant."""
+    return [("ours", cfg)] + ([("authors' configuration", authors_variant(cfg))] if cfg.authors_variant else [])
 
 
 def authors_variant(run: PendulumRun) -> PendulumRun:
@@ -126,13 +141,13 @@ def authors_variant(run: PendulumRun) -> PendulumRun:
 
 
 def _run_variant(cfg: PendulumRun, splits: dict, stats: tuple[float, float], cache_dir, refresh,
-                 checkpoints) -> tuple[pd.DataFrame, dict, dict]:
+                 checkpoints, profile: str = "") -> tuple[pd.DataFrame, dict, dict]:
     """Train every seed of one configuration on pixels standardised with `stats` and score it
     -> (per-seed rows, test predictions, histories)."""
     train, valid, test = (tensors(splits[s], *stats) for s in ("train", "valid", "test"))
     rows, preds, histories = [], {}, {}
     for seed in cfg.seeds:
-        trained = train_seed(cfg, seed, train, cache_dir, refresh, checkpoints)
+        trained = train_seed(cfg, seed, train, cache_dir, refresh, checkpoints, profile)
         model = RoMAEForPrediction(cfg.model_config())
         model.load_state_dict(trained["state_dict"])
         model.eval()
@@ -158,16 +173,18 @@ def run(profile: str = "smoke", reports_dir=None, cache_dir=None, refresh: bool 
     seeds too; its rows carry the prefix "authors' configuration".
     """
     cfg = config(profile)
+    if runtime.dry_run():  # the first seed, a few generated sequences per split (same frames, image size, sampling)
+        cfg = dataclasses.replace(cfg, seeds=runtime.dry_seeds(cfg.seeds), data=dataclasses.replace(
+            cfg.data, **{k: runtime.dry_count(getattr(cfg.data, k)) for k in ("n_train", "n_valid", "n_test")}))
     checkpoints = profile != "smoke" if checkpoints is None else checkpoints
     t0 = time.perf_counter()
     splits = P.load(cfg.data, cache_dir=cache_dir)
     data_seconds = time.perf_counter() - t0
-    variants = [("ours", cfg)] + ([("authors' configuration", authors_variant(cfg))] if cfg.authors_variant else [])
     train_stats = pixel_stats(cfg, splits["train"]["images"])  # one pass over the training pixels
     frames, out = [], {}
-    for label, vcfg in variants:
+    for label, vcfg in variants(cfg):
         stats = train_stats if vcfg.pixel_norm == cfg.pixel_norm else pixel_stats(vcfg, splits["train"]["images"])
-        per_seed, preds, histories = _run_variant(vcfg, splits, stats, cache_dir, refresh, checkpoints)
+        per_seed, preds, histories = _run_variant(vcfg, splits, stats, cache_dir, refresh, checkpoints, profile)
         frames.append(per_seed.assign(variant=label))
         out[label] = dict(config=vcfg, per_seed=per_seed, preds=preds, histories=histories)
         prefix = "" if label == "ours" else f"{label}: "
@@ -183,7 +200,7 @@ def run(profile: str = "smoke", reports_dir=None, cache_dir=None, refresh: bool 
     ours = [dict(model="RoMAE (ours)" if label == "ours" else f"RoMAE, {label} (ours)", metric=metric,
                  value=float(f[col].mean()), std=float(f[col].std(ddof=1)) if len(f) > 1 else None,
                  source=f"this run ({profile}, {len(f)} seeds)")
-            for (label, _), f in zip(variants, frames)
+            for (label, _), f in zip(variants(cfg), frames)
             for metric, col in (("mse_x1e-3", "test_mse_x1e-3"), ("sum_per_sequence", "test_authors_logged"))]
     table = pd.concat([peers, pd.DataFrame(ours)], ignore_index=True)
     per_seed = pd.concat(frames, ignore_index=True)

@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from .. import plan, runtime
 from ..builders import from_long
 from ..cache import cached
 from ..config import RoMAEConfig, TrainConfig, check_profile, size
@@ -46,6 +47,9 @@ from ..report import record, save_table
 from ..train import fit_cached
 
 EXPERIMENT = "table7_interpolation"
+PAPER_TRAIN_RECORDS = 6_400  # 80 % of set-a + set-b's 8,000 records (mTAN's split)
+PAPER_MAX_TOKENS = 1_501  # observed (time, variable) cells of the longest training record (counted on the data at
+#                           P.QUANTIZATION; 438 on average): the plan's padded length (romae.plan)
 NORMS = {"zscore": "z-score", "zscore_inliers": "z-score, gross outliers unscored", "minmax": "min-max"}
 # each scoring: (the scaling it divides by, whether hidden values outside the training split's 0.1 %-99.95 %
 # quantiles of their variable (HeTVAE's trimming bounds) are left out of the score)
@@ -90,7 +94,8 @@ class RunConfig:
     def train_config(self) -> TrainConfig:
         return TrainConfig(epochs=self.epochs, batch_size=self.batch_size, lr=self.lr, warmup_steps=self.warmup_steps,
                            weight_decay=self.weight_decay, grad_clip=self.grad_clip, seed=self.seed,
-                           progress=self.progress, log_every=25, length_buckets=self.length_buckets)
+                           progress=self.progress, length_buckets=self.length_buckets,
+                           log_every=1 if runtime.dry_run() else 25)  # a dry run: its few steps in the curves
 
     def model_config(self) -> RoMAEConfig:
         return RoMAEConfig(token_dim=1, n_axes=2, encoder=size(self.encoder), decoder=size(self.decoder),
@@ -121,6 +126,15 @@ PROFILES = {
 }
 
 
+def paper_trainings() -> list[plan.Training]:
+    """Notebook 16's paper trainings (`romae.plan`): RoMAE and its raw-time control on the 6,400 training records."""
+    prof = config("paper")
+    runs = [prof.run] + ([prof.control] if prof.control is not None else [])
+    return [plan.Training(f"physionet, time x {r.time_scale:g}", "pretrain", r.model_config(), r.train_config(),
+                          PAPER_MAX_TOKENS, PAPER_TRAIN_RECORDS, padded=True, source="mTAN's split of set-a + set-b")
+            for r in runs]
+
+
 def config(profile: str) -> Profile:
     """The settings of a profile (smoke | quick | paper); raises ValueError on an unknown name."""
     return PROFILES[check_profile(profile)]
@@ -134,11 +148,23 @@ def data_needs(profile: str = "smoke", **_params) -> list[Need]:
 
 # ----------------------------------------------------------------------------- data
 
-def prepare(prof: Profile, root=None, cache_dir=None) -> dict:
-    """Long tables of the split (raw values, time in [0, 1] as `t`), and both scalings fitted on train."""
-    df = P.records(root, quantization=prof.quantization, cache_dir=cache_dir)
+def dry_records() -> pd.DataFrame:
+    """A dry run's records where the archives are absent (`runtime.DRY_LABEL`): 40 generated records of the
+    benchmark's shape, 41 variables over 48 h, every eighth with the longest training record's PAPER_MAX_TOKENS
+    cells, the others 50-800 (438 on average in the data). Not data."""
+    return P.generate(40, lengths=(50, 800), longest=PAPER_MAX_TOKENS)
+
+
+def prepare(prof: Profile, root=None, cache_dir=None, generated: bool = False) -> dict:
+    """Long tables of the split (raw values, time in [0, 1] as `t`), and both scalings fitted on train.
+    generated: a dry run without the archives: `dry_records` instead of the records (`source` says which)."""
+    df = dry_records() if generated else P.records(root, quantization=prof.quantization, cache_dir=cache_dir)
     train_ids, test_ids = P.split(df.record_id)
     train_ids, test_ids = np.sort(train_ids), np.sort(test_ids)
+    if runtime.dry_run():  # a few records, the longest training record among them (the paper's padded length)
+        longest = df[df.record_id.isin(train_ids)].groupby("record_id").size().idxmax()
+        train_ids = np.union1d([longest], train_ids[: runtime.dry_count(len(train_ids)) - 1])
+        test_ids = test_ids[: runtime.dry_count(len(test_ids), at_most=8)]  # x 2 units x 2 draws x 2 models
     if prof.run.max_train_records:
         train_ids = train_ids[: prof.run.max_train_records]
     if prof.max_test_records:
@@ -152,7 +178,8 @@ def prepare(prof: Profile, root=None, cache_dir=None) -> dict:
     q = tr.groupby("variable").value.quantile([0.001, 0.9995]).unstack().reindex(range(len(P.VARIABLES)))
     bounds = np.stack([q[0.001].fillna(-np.inf).to_numpy(), q[0.9995].fillna(np.inf).to_numpy()])
     freq = tr.groupby("variable").size().reindex(range(len(P.VARIABLES)), fill_value=0)
-    return dict(**parts, scalings=scalings, bounds=bounds, train_mean=tr.groupby("variable").value.mean()
+    return dict(**parts, scalings=scalings, bounds=bounds, source=runtime.DRY_LABEL if generated else
+                "PhysioNet 2012 set-a + set-b", train_mean=tr.groupby("variable").value.mean()
                 .reindex(range(len(P.VARIABLES))).to_numpy(), obs_per_record=(freq / len(train_ids)).to_numpy())
 
 
@@ -233,11 +260,14 @@ def train_transform(unit: str):
     return transform
 
 
-def train(prof: Profile, run: RunConfig, data: dict, cache_dir=None, refresh=False, checkpoints=True) -> dict:
+def train(prof: Profile, run: RunConfig, data: dict, cache_dir=None, refresh=False, checkpoints=True,
+          profile: str = "") -> dict:
     train_ds = tokens(data["train"], data["scalings"][run.scaling], run.time_scale)
+    train_cfg = plan.fit_memory(run.train_config(), run.model_config(), train_ds.tensors["values"].shape[1], "pretrain",
+                                profile)  # paper: the planned micro-batch
     key = dict(data="physionet2012", quantization=prof.quantization, scaling=run.scaling, time_scale=run.time_scale,
                train_unit=run.train_unit, max_train_records=run.max_train_records, transform="trim_padding+v1")
-    return fit_cached("physionet_model", RoMAEForPreTraining, run.model_config(), train_ds, run.train_config(), key,
+    return fit_cached("physionet_model", RoMAEForPreTraining, run.model_config(), train_ds, train_cfg, key,
                       seed=run.seed, cache_dir=cache_dir, refresh=refresh, checkpoints=checkpoints,
                       transform=train_transform(run.train_unit))
 
@@ -320,17 +350,24 @@ def run(profile: str = "smoke", reports_dir=None, data_root=None, cache_dir=None
     """Prepare the data, train (cached), evaluate every method, record rows, save the tables."""
     prof = config(profile)
     checkpoints = profile != "smoke" if checkpoints is None else checkpoints
-    require(data_needs(profile), data_root)  # DataMissing with the fetch command, before any work
-    data = prepare(prof, data_root, cache_dir)
+    if runtime.dry_run():  # two mask draws: the std over draws is still computed
+        prof = dataclasses.replace(prof, mask_draws=runtime.dry_count(prof.mask_draws, at_most=2))
+    generated = runtime.dry_run() and not P.present(data_root)  # a dry run without the data: generated records
+    if generated:
+        print(f"PhysioNet 2012 is not under the data root; {runtime.DRY_LABEL}")
+    else:
+        require(data_needs(profile), data_root)  # DataMissing with the fetch command, before any work
+    data = prepare(prof, data_root, cache_dir, generated)
     runs = {"RoMAE": prof.run} | ({"RoMAE, raw time": prof.control} if prof.control is not None else {})
-    trained = {name: train(prof, r, data, cache_dir, refresh, checkpoints) for name, r in runs.items()}
+    trained = {name: train(prof, r, data, cache_dir, refresh, checkpoints, profile) for name, r in runs.items()}
     models = {name: (runs[name], _load(runs[name], t)) for name, t in trained.items()}
     key = dict(prof=dataclasses.asdict(prof), runs={k: t["run_id"] for k, t in trained.items()}, v=1)
     ev = cached("physionet_eval", key, lambda: evaluate(prof, data, models), cache_dir=cache_dir, refresh=refresh)
 
     summary = (ev["mse"].groupby(["method", "norm", "unit"]).mse.agg(["mean", "std", "count"]).reset_index())
     r = prof.run
-    base_note = (f"{len(data['train'].record_id.unique())} train / {len(data['test'].record_id.unique())} test "
+    base_note = ((f"{runtime.DRY_LABEL}; " if data["source"] == runtime.DRY_LABEL else "")
+                 + f"{len(data['train'].record_id.unique())} train / {len(data['test'].record_id.unique())} test "
                  f"records; {prof.mask_draws} mask draw(s), std over draws")
     model_note = (f"RoMAE {r.encoder} encoder + {r.decoder} decoder with [CLS], trained on {NORMS[r.scaling]} values "
                   f"with {UNITS[r.train_unit]}s, {r.epochs} epochs x batch {r.batch_size}, lr {r.lr:g}, positions "

@@ -30,6 +30,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import torch
 
+from .. import plan, runtime
 from ..cache import cached
 from ..config import EncoderConfig, RoMAEConfig, TrainConfig, check_profile
 from ..data.position import position_grid, position_samples, uniform_variance
@@ -167,6 +168,16 @@ def config(profile: str) -> PositionProfile:
     return PROFILES[check_profile(profile)]
 
 
+def paper_trainings() -> list[plan.Training]:
+    """Notebook 01's paper trainings (`romae.plan`): Table 1's sizes with and without [CLS], Figure 2's two ranges."""
+    t1, f2 = config("paper").table1, config("paper").fig2
+    return [plan.Training(f"table1 {setting_name(r.size, cls)}", "finetune", t1.model_config(r, cls),
+                          t1.train_config(r, r.seeds[0]), t1.n_tokens, r.n_train, runs=len(r.seeds), source="Sec. 5.1")
+            for r in t1.sizes for cls in t1.with_cls] + [
+        plan.Training(f"fig2 positions U({lo:g}, {hi:g})", "finetune", f2.model_config(), f2.train_config(lr, f2.seeds[0]),
+                      1, f2.n_train, runs=len(f2.seeds), source="App. B.1") for (lo, hi), lr in zip(f2.ranges, f2.lrs)]
+
+
 def setting_name(size: str, use_cls: bool) -> str:
     """Table 1's setting label as in paper_values.csv, e.g. 'tiny, with [CLS]'."""
     return f"{size}, {'with' if use_cls else 'no'} [CLS]"
@@ -189,9 +200,10 @@ def per_sample_mse(pred: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     return (pred.double() - labels.reshape(pred.shape).double()).pow(2).mean(dim=1)
 
 
-def _train(model_cfg: RoMAEConfig, train_cfg: TrainConfig, train: dict, test: dict, device=None):
+def _train(model_cfg: RoMAEConfig, train_cfg: TrainConfig, train: dict, test: dict, device=None, profile: str = ""):
     torch.manual_seed(train_cfg.seed)  # model initialisation (fit re-seeds for the batch order)
     model = RoMAEForPrediction(model_cfg)
+    train_cfg = plan.fit_memory(train_cfg, model_cfg, train["values"].shape[1], "finetune", profile)  # paper: micro-batch
     t0 = time.perf_counter()
     res = fit(model, ArrayDataset(**train), train_cfg, val_data=ArrayDataset(**test), config=model_cfg,
               device=device)
@@ -205,7 +217,7 @@ def _key(model_cfg: RoMAEConfig, train_cfg: TrainConfig, **data) -> dict:
 
 
 def train_table1_run(cfg: Table1Config, run: SizeRun, use_cls: bool, seed: int, cache_dir=None,
-                     refresh: bool = False, progress: bool = False, device=None) -> dict:
+                     refresh: bool = False, progress: bool = False, device=None, profile: str = "") -> dict:
     """One Table 1 run (cached) -> {mse, per_sample_mse [n_test], history, steps, seconds}."""
     model_cfg, train_cfg = cfg.model_config(run, use_cls), cfg.train_config(run, seed, progress)
     data = dict(n_tokens=cfg.n_tokens, low=cfg.low, high=cfg.high, n_train=run.n_train, n_test=run.n_test,
@@ -213,8 +225,8 @@ def train_table1_run(cfg: Table1Config, run: SizeRun, use_cls: bool, seed: int, 
 
     def compute():
         train = position_samples(run.n_train, cfg.n_tokens, cfg.low, cfg.high, cfg.train_seed)
-        test = position_samples(run.n_test, cfg.n_tokens, cfg.low, cfg.high, cfg.test_seed)
-        res, seconds = _train(model_cfg, train_cfg, train, test, device)
+        test = position_samples(runtime.dry_count(run.n_test), cfg.n_tokens, cfg.low, cfg.high, cfg.test_seed)
+        res, seconds = _train(model_cfg, train_cfg, train, test, device, profile)
         mse = per_sample_mse(predict(res.model, test, cfg.eval_batch), test["labels"])
         return dict(mse=float(mse.mean()), per_sample_mse=mse.numpy(), history=res.history, steps=res.steps,
                     seconds=seconds)
@@ -224,7 +236,7 @@ def train_table1_run(cfg: Table1Config, run: SizeRun, use_cls: bool, seed: int, 
 
 
 def train_fig2_run(cfg: Fig2Config, low: float, high: float, lr: float, seed: int, cache_dir=None,
-                   refresh: bool = False, progress: bool = False, device=None) -> dict:
+                   refresh: bool = False, progress: bool = False, device=None, profile: str = "") -> dict:
     """One App. B.1 run (cached) -> {positions [n_eval], pred [n_eval], abs_error [n_eval], test_mse,
     history, steps, seconds}."""
     model_cfg, train_cfg = cfg.model_config(), cfg.train_config(lr, seed, progress)
@@ -233,8 +245,8 @@ def train_fig2_run(cfg: Fig2Config, low: float, high: float, lr: float, seed: in
 
     def compute():
         train = position_samples(cfg.n_train, 1, low, high, cfg.train_seed)
-        test = position_samples(cfg.n_test, 1, low, high, cfg.test_seed)
-        res, seconds = _train(model_cfg, train_cfg, train, test, device)
+        test = position_samples(runtime.dry_count(cfg.n_test), 1, low, high, cfg.test_seed)  # dry run: capped
+        res, seconds = _train(model_cfg, train_cfg, train, test, device, profile)
         grid = position_grid(low, high, cfg.n_eval)
         pred = predict(res.model, grid)[:, 0]
         positions = grid["positions"].flatten()
@@ -260,8 +272,8 @@ def run_table1(profile: str = "smoke", reports_dir=None, cache_dir=None, refresh
     rows, histories = [], {}
     for run in cfg.sizes:
         for use_cls in cfg.with_cls:
-            for seed in run.seeds:
-                r = train_table1_run(cfg, run, use_cls, seed, cache_dir, refresh, progress, device)
+            for seed in runtime.dry_seeds(run.seeds):  # a dry run: the first seed
+                r = train_table1_run(cfg, run, use_cls, seed, cache_dir, refresh, progress, device, profile)
                 rows.append(dict(size=run.size, use_cls=use_cls, seed=seed, mse=r["mse"], steps=r["steps"],
                                  seconds=r["seconds"]))
                 histories[(run.size, use_cls, seed)] = pd.DataFrame(r["history"])
@@ -307,23 +319,24 @@ def run_fig2(profile: str = "smoke", reports_dir=None, cache_dir=None, refresh: 
     cfg = config(profile).fig2
     progress = profile != "smoke" if progress is None else progress
     frames, summary, histories = [], [], {}
+    seeds = runtime.dry_seeds(cfg.seeds)  # a dry run: the first seed
     for (low, high), lr in zip(cfg.ranges, cfg.lrs):
         name = f"({low:g}, {high:g})"
-        for seed in cfg.seeds:
-            r = train_fig2_run(cfg, low, high, lr, seed, cache_dir, refresh, progress, device)
+        for seed in seeds:
+            r = train_fig2_run(cfg, low, high, lr, seed, cache_dir, refresh, progress, device, profile)
             frames.append(pd.DataFrame(dict(range=name, seed=seed, position=r["positions"],
                                             fraction=(r["positions"] - low) / (high - low), pred=r["pred"],
                                             abs_error=r["abs_error"])))
             histories[(name, seed)] = pd.DataFrame(r["history"])
         err = pd.concat(frames).query("range == @name").groupby("position").abs_error.mean()
-        row = dict(range=name, lr=lr, n_seeds=len(cfg.seeds), abs_error_interior_median=float(err.median()),
+        row = dict(range=name, lr=lr, n_seeds=len(seeds), abs_error_interior_median=float(err.median()),
                    abs_error_lower_edge=float(err.iloc[0]), abs_error_upper_edge=float(err.iloc[-1]),
                    abs_error_mean=float(err.mean()))
         summary.append(row)
-        note = (f"mean over {len(cfg.seeds)} seed(s) of |p - p_hat| at {cfg.n_eval} grid positions; "
+        note = (f"mean over {len(seeds)} seed(s) of |p - p_hat| at {cfg.n_eval} grid positions; "
                 f"{cfg.n_train:,} samples x {cfg.epochs} epochs, d_model {cfg.d_model}, depth {cfg.depth}")
         for metric in ("abs_error_interior_median", "abs_error_lower_edge", "abs_error_upper_edge"):
-            record(FIG2, name, metric, row[metric], n_seeds=len(cfg.seeds), profile=profile, note=note,
+            record(FIG2, name, metric, row[metric], n_seeds=len(seeds), profile=profile, note=note,
                    reports_dir=reports_dir)
     return dict(config=cfg, curves=pd.concat(frames, ignore_index=True), summary=pd.DataFrame(summary),
                 histories=histories)
@@ -388,7 +401,8 @@ def plot_learning_curves(res: dict):
         for i, run in enumerate(cfg.sizes):
             hs = [h for (s, c, _), h in res["histories"].items() if s == run.size and c == use_cls]
             h = pd.concat(hs)
-            tr = h.dropna(subset=["loss"]).groupby("step").loss.mean()
+            tr = (h.dropna(subset=["loss"]).groupby("step").loss.mean() if "loss" in h  # a dry run logs no row
+                  else pd.Series(dtype=float))
             va = h.dropna(subset=["val_loss"]).groupby("step").val_loss.mean() if "val_loss" in h else None
             color = f"C{i}"
             ax.plot(tr.index, tr.values, color=color, lw=1, marker="." if len(tr) < 10 else None,
@@ -412,7 +426,7 @@ def plot_fig2(res: dict):
     for name, g in curves.groupby("range", sort=False):
         m = g.groupby("fraction").abs_error.mean()
         ax.plot(m.index, m.values, label=f"domain {name}")
-    n = len(res["config"].seeds)
+    n = curves.seed.nunique()  # the seeds trained (a dry run: one)
     ax.set(yscale="log", xlabel="position as a fraction of the range, (p - low) / (high - low)",
            ylabel=f"absolute error |p - p_hat| (mean over {n} seed{'s' if n > 1 else ''})",
            title="Absolute position reconstruction across two ranges (App. B.1)")

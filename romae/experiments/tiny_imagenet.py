@@ -31,11 +31,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from .. import plan, runtime
 from ..config import RoMAEConfig, TrainConfig, check_profile, size
 from ..data import tiny_imagenet
 from ..data.catalog import Need, require
 from ..images import GridDataset, from_images, mae_reconstruction, rand_augment
-from ..model import RoMAEForPreTraining
+from ..model import RoMAEForPreTraining, prediction_config
 from ..recipe import plot_learning_curves as plot_histories, pretrain_finetune
 from ..reference import paper_values, peer_values
 from ..report import record, save_table
@@ -49,6 +50,7 @@ VARIANTS = {
     "absolute 2-D sin/cos, [CLS] (not in the paper)": ("absolute_nd", True),
 }
 TABLE2 = tuple(list(VARIANTS)[:3])
+PAPER_CLASSES, PAPER_TRAIN_IMAGES = 200, 100_000  # the official archive: 500 training images per class (the plan)
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,7 @@ class TinyImageNetRun:
         steps = epochs * -(-n // (per * self.processes))
         return TrainConfig(epochs=epochs, batch_size=per, lr=lr, betas=betas, weight_decay=self.weight_decay,
                            grad_clip=self.grad_clip, bf16=self.bf16, progress=self.progress, log_every=10,
+                           processes=self.processes,
                            warmup_steps=warmup if self.warmup_cap is None else min(warmup, int(self.warmup_cap * steps)))
 
     def pretrain_config(self, n: int) -> TrainConfig:
@@ -132,6 +135,24 @@ PROFILES = {
                              pretrain_lr=1e-3, finetune_epochs=1, finetune_batch=64, warmup_cap=0.1, progress=False,
                              subset_from_official=True),
 }
+
+
+def paper_trainings(processes: int = 1) -> list[plan.Training]:
+    """Notebook 10's paper trainings (`romae.plan`): each variant's pre-training and fine-tuning, every seed, on
+    `processes` GPUs (the global batch split over them)."""
+    cfg = config("paper", processes=processes)
+    grid = cfg.image_size // cfg.patch
+    out = []
+    for variant in cfg.variants:
+        model = cfg.model_config(variant, cfg.patch * cfg.patch * 3)
+        clf = prediction_config(model, n_outputs=PAPER_CLASSES, label_smoothing=cfg.label_smoothing)
+        shape = dict(n_tokens=grid * grid, samples=PAPER_TRAIN_IMAGES, processes=processes,
+                     source="the official archive")
+        out += [plan.Training(f"{variant}: pre-training", "pretrain", model, cfg.pretrain_config(shape["samples"]),
+                              runs=len(cfg.seeds), **shape),
+                plan.Training(f"{variant}: fine-tuning", "finetune", clf, cfg.finetune_config(shape["samples"]),
+                              runs=len(cfg.seeds) * (1 + cfg.from_scratch), **shape)]
+    return out
 
 
 def config(profile: str, **overrides) -> TinyImageNetRun:
@@ -173,6 +194,29 @@ def find(cfg: TinyImageNetRun, root=None) -> tuple[bool, str]:
         return False, str(e)
 
 
+def dry_split(split: str, n: int = runtime.DRY_EVAL, resolution: int = 64, seed: int = 0) -> dict:
+    """A dry run's stand-in for a split of the official archive (`tiny_imagenet.load`'s keys): n generated
+    64-px RGB images (a colour per class, with noise) of the paper's 200 classes, spread evenly over them;
+    source "generated", path `runtime.DRY_LABEL`."""
+    rng = np.random.default_rng([seed, tiny_imagenet.SPLITS.index(split)])
+    labels = np.arange(n, dtype=np.int64) * PAPER_CLASSES // n
+    colour = np.random.default_rng(seed).integers(0, 256, (PAPER_CLASSES, 3, 1, 1))[labels]
+    noise = rng.integers(-48, 49, (n, 3, resolution, resolution))
+    classes = [f"dry{k:03d}" for k in range(PAPER_CLASSES)]
+    return dict(images=np.clip(colour + noise, 0, 255).astype(np.uint8), labels=labels, classes=classes,
+                names=classes, files=[f"{split}/{i}.png" for i in range(n)], source="generated",
+                path=runtime.DRY_LABEL, digest="generated", resolution=resolution)
+
+
+def load(split: str, cfg: TinyImageNetRun, root=None, progress: bool | None = None) -> dict:
+    """One split of the run's archive (`tiny_imagenet.load`); in a dry run without it, generated images of the
+    paper's shapes (`dry_split`)."""
+    if runtime.dry_run() and not find(cfg, root)[0]:
+        return dry_split(split)
+    return tiny_imagenet.load(split, root, source=for_data(cfg, root).source,
+                              progress=cfg.progress if progress is None else progress)
+
+
 def _select(labels: np.ndarray, n_classes: int | None, per_class: int | None, files=None) -> np.ndarray:
     """Indices of the first `per_class` images of each of the first `n_classes` classes: by image number
     (`n01443537_7.JPEG` before `_10`) when the file names are given, else in file order."""
@@ -191,13 +235,15 @@ def build(cfg: TinyImageNetRun, root=None) -> dict:
     """{train, test (GridDatasets), classes, names, source, resolution, digest}: the archive's train and val
     splits cut as `cfg` says; test = the validation images (the paper's evaluation set)."""
     cfg = for_data(cfg, root)
-    splits = {s: tiny_imagenet.load(s, root, source=cfg.source, progress=cfg.progress) for s in ("train", "val")}
+    splits = {s: load(s, cfg, root) for s in ("train", "val")}
     out = {}
     for name, split, per in (("train", "train", cfg.train_per_class), ("test", "val", cfg.val_per_class)):
         d = splits[split]
         idx = _select(np.asarray(d["labels"]), cfg.n_classes, per, d.get("files"))
         if len(idx) == 0:
             raise ValueError(f"no {split} images left after n_classes={cfg.n_classes}, per_class={per}")
+        if runtime.dry_run():  # a few images spread over the classes
+            idx = idx[np.unique(np.linspace(0, len(idx) - 1, runtime.dry_count(len(idx))).round().astype(int))]
         size_ = None if cfg.image_size is None else (cfg.image_size, cfg.image_size)
         out[name] = from_images(np.asarray(d["images"][idx]), np.asarray(d["labels"])[idx],
                                 patch_size=cfg.patch, size=size_, classes=d["classes"][:cfg.n_classes])
@@ -225,7 +271,8 @@ def run(profile: str = "smoke", data_root=None, reports_dir=None, cache_dir=None
         **overrides) -> dict:
     """Pre-train + fine-tune every variant and seed; record accuracy and macro-F1; save Table 2."""
     cfg = config(profile, **overrides)
-    require(data_needs(profile, **({"source": cfg.source} if "source" in overrides else {})), data_root)
+    if not runtime.dry_run():  # a dry run without the data trains on generated images (`load`)
+        require(data_needs(profile, **({"source": cfg.source} if "source" in overrides else {})), data_root)
     cfg = for_data(cfg, data_root)
     t0 = time.perf_counter()
     d = build(cfg, data_root)
@@ -237,7 +284,7 @@ def run(profile: str = "smoke", data_root=None, reports_dir=None, cache_dir=None
     rows, results = [], {}
     for variant in cfg.variants:
         model_cfg = cfg.model_config(variant, train.token_dim)
-        for seed in cfg.seeds:
+        for seed in runtime.dry_seeds(cfg.seeds):
             for pretrained in (True, False) if cfg.from_scratch else (True,):
                 res = pretrain_finetune(
                     f"tiny_imagenet_{VARIANTS[variant][0]}_{'cls' if VARIANTS[variant][1] else 'mean'}",
@@ -245,7 +292,8 @@ def run(profile: str = "smoke", data_root=None, reports_dir=None, cache_dir=None
                     finetune=cfg.finetune_config(len(train)),
                     pretrain=cfg.pretrain_config(len(train)) if pretrained else None, n_outputs=len(d["classes"]),
                     seed=seed, key=key, head_overrides=dict(label_smoothing=cfg.label_smoothing),
-                    eval_batch=256, cache_dir=cache_dir, refresh=refresh, checkpoints=profile != "smoke")
+                    eval_batch=256, cache_dir=cache_dir, refresh=refresh, checkpoints=profile != "smoke",
+                    profile=profile)
                 label = variant if pretrained else f"{variant}, from scratch"
                 results[(label, seed)] = res
                 rows.append(dict(setting=label, seed=seed, **res["metrics"],

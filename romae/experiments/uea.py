@@ -31,13 +31,14 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import cost
+from .. import cost, runtime
 from ..builders import from_sequences
 from ..config import RoMAEConfig, TrainConfig, as_list, check_profile, size
 from ..data import files, uea
 from ..data.catalog import Need, require
+from ..plan import Training
 from ..model import RoMAEForPrediction, RoMAEForPreTraining, prediction_config
-from ..recipe import plot_learning_curves as plot_histories, pretrain_finetune
+from ..recipe import DROP_PATH_RULE, plot_learning_curves as plot_histories, pretrain_finetune
 from ..reference import peer_values
 from ..report import device_label, record, save_table
 
@@ -72,6 +73,16 @@ TABLE12 = {
 }
 # ours, for datasets outside Table 12: the middle of Table 12's ranges
 DEFAULT_FINETUNE = Finetune(1e-2, 16, 50, 1.0, 0.1, 0.1, 0.9)
+# Table 6's datasets as `stats` gives them (the plan's sizes where the files are absent): series per split,
+# channels and classes from the UEA archive's descriptions (timeseriesclassification.com), lengths = the
+# archive's series length less the 30 % drop (CharacterTrajectories: 60-182 steps)
+PAPER_STATS = {
+    "BasicMotions": dict(n_train=40, n_test=40, channels=6, classes=4, max_len=70, min_len=70),
+    "CharacterTrajectories": dict(n_train=1422, n_test=1436, channels=3, classes=20, max_len=128, min_len=42),
+    "Epilepsy": dict(n_train=137, n_test=138, channels=3, classes=4, max_len=145, min_len=145),
+    "Heartbeat": dict(n_train=204, n_test=205, channels=61, classes=2, max_len=284, min_len=284),
+    "LSST": dict(n_train=2459, n_test=2466, channels=6, classes=14, max_len=26, min_len=26),
+}
 
 
 @dataclass(frozen=True)
@@ -119,14 +130,15 @@ class UEARun:
         batch = min(self.pretrain_batch, n_train)
         return TrainConfig(epochs=self._epochs(self.pretrain_epochs, n_train, batch, self.pretrain_cap), batch_size=batch,
                            lr=self.pretrain_lr, betas=(0.9, 0.95), weight_decay=0.05, warmup_fraction=0.1,
-                           grad_clip=1.0, progress=self.progress, log_every=10)
+                           grad_clip=1.0, progress=self.progress,
+                           log_every=1 if runtime.dry_run() else 10)  # a dry run: its few steps in the curves
 
     def finetune_config(self, name: str, n_train: int) -> TrainConfig:
         ft = self.finetune(name)
         batch = min(ft.batch_size, n_train)
         return TrainConfig(epochs=self._epochs(ft.epochs, n_train, batch, self.finetune_cap), batch_size=batch,
                            lr=ft.lr, optimizer="sgd", momentum=0.9, weight_decay=0.0, warmup_fraction=0.1,
-                           grad_clip=ft.clip, progress=self.progress, log_every=5)
+                           grad_clip=ft.clip, progress=self.progress, log_every=1 if runtime.dry_run() else 5)
 
 
 PROFILES = {
@@ -242,9 +254,55 @@ def build(name: str, cfg: UEARun, root=None, raw: dict | None = None) -> dict:
         out[split] = from_sequences(dropped, times=times, labels=labels, like=like, standardize=cfg.standardize,
                                     classes=raw["classes"] if like is None else None)
         out[f"{split}_raw"] = (series, dropped)
-    folder = Path(raw["folder"])
-    out["sha256"] = [files.sha256(folder / f"{name}_{s}.ts") for s in ("TRAIN", "TEST")]
-    out["classes"] = raw["classes"]
+    generated = raw.get("generated", False)  # a dry run's series (`dry_raw`): no files
+    out["sha256"] = None if generated else [files.sha256(Path(raw["folder"]) / f"{name}_{s}.ts")
+                                            for s in ("TRAIN", "TEST")]
+    out["classes"], out["generated"] = raw["classes"], generated
+    return out
+
+
+def dry_raw(name: str, cfg: UEARun) -> dict:
+    """A dry run without `name`'s files: generated series of its Table 6 shape (`PAPER_STATS`: channels, classes,
+    lengths before the drop), at most `runtime.dry_count` per split, in `uea.load`'s form; labelled
+    `runtime.DRY_LABEL` wherever they are reported. Not data."""
+    st = PAPER_STATS[name]
+    # the archive's length whose kept steps after the drop are the table's: T - floor(drop * T) = kept
+    before = lambda kept: next(t for t in range(kept, 2 * kept + 2) if t - int(t * cfg.drop) == kept)  # noqa: E731
+    return uea.generate(name, runtime.dry_count(st["n_train"]), runtime.dry_count(st["n_test"]), st["channels"],
+                        st["classes"], (before(st["min_len"]), before(st["max_len"])))
+
+
+def classifier_args(ft: Finetune) -> dict:
+    """`pretrain_finetune`'s classifier settings of a Table 12 column: dropout, drop-path, label smoothing."""
+    return dict(dropout=ft.dropout, drop_path=ft.drop_path,
+                head_overrides=dict(label_smoothing=round(1.0 - ft.confidence, 6), head_dropout=ft.dropout))
+
+
+def classifier_config(model_cfg: RoMAEConfig, ft: Finetune, n_classes: int) -> RoMAEConfig:
+    """The classifier `pretrain_finetune` fine-tunes with `classifier_args(ft)`."""
+    args = classifier_args(ft)
+    return prediction_config(model_cfg, n_outputs=n_classes, dropout=args["dropout"], drop_path=args["drop_path"],
+                             **args["head_overrides"])
+
+
+def paper_trainings(datasets=uea.TABLE6) -> list[Training]:
+    """Notebook 12's paper trainings (`romae.plan`) on `datasets` (sizes: PAPER_STATS): per dataset the
+    pre-training and the fine-tunings (pre-trained and from scratch; all labels and the label-scarce budgets)."""
+    cfg, out = config("paper", list(datasets)), []
+    variants = 2 if cfg.from_scratch else 1
+    for name in cfg.datasets:
+        st = PAPER_STATS[name]
+        n, model = st["n_train"], cfg.model_config(st["channels"])
+        clf = classifier_config(model, cfg.finetune(name), st["classes"])
+        shape = dict(n_tokens=st["max_len"], padded=st["min_len"] != st["max_len"], source="UEA archive, 30 % dropped")
+        out += [Training(f"uea:{name} pre-training", "pretrain", model, cfg.pretrain_config(n), samples=n,
+                              runs=len(cfg.seeds), **shape),
+                Training(f"uea:{name} fine-tuning", "finetune", clf, cfg.finetune_config(name, n), samples=n,
+                              runs=len(cfg.seeds) * variants, **shape)]
+        for k in cfg.label_budgets:
+            m = min(n, k * st["classes"])
+            out.append(Training(f"uea:{name} fine-tuning, {k} labelled per class", "finetune", clf,
+                                     cfg.finetune_config(name, m), samples=m, runs=len(cfg.seeds) * variants, **shape))
     return out
 
 
@@ -392,10 +450,8 @@ def measured_estimate(name: str, data: dict, c: UEARun, st: dict) -> tuple[float
     ref_cfg = dataclasses.replace(model_cfg, n_outputs=max(st["classes"], 1))
     pb, fb = min(sch["pretrain_batch"], len(train)), min(max(sch["finetune_batches"]), len(train))
     eb = min(EVAL_BATCH, len(test))
-    ft = c.finetune(name)  # the classifier as fine-tuned: its dropout and drop-path cost time too
-    clf = RoMAEForPrediction(prediction_config(model_cfg, n_outputs=len(data["classes"]), dropout=ft.dropout,
-                                               drop_path=ft.drop_path, head_dropout=ft.dropout,
-                                               label_smoothing=round(1.0 - ft.confidence, 6)))
+    # the classifier as fine-tuned: its dropout and drop-path cost time too
+    clf = RoMAEForPrediction(classifier_config(model_cfg, c.finetune(name), len(data["classes"])))
     per = {"pretrain": cost.measured_step_seconds(RoMAEForPreTraining(model_cfg), train.batch(torch.arange(pb)),
                                                   c.pretrain_config(len(train))),
            "finetune": cost.measured_step_seconds(clf, train.batch(torch.arange(fb)), c.finetune_config(name, len(train))),
@@ -419,9 +475,11 @@ def run_dataset(name: str, cfg: UEARun, profile: str, root=None, cache_dir=None,
     cfg, reductions, ref_seconds = plan(cfg, name, st)
     log(describe(name, st, cfg, reductions, ref_seconds, profile))
     data = build(name, cfg, root, raw)
-    here, per = measured_estimate(name, data, cfg, st)
-    log(f"    on this device, {device_label()}: " + ", ".join(f"{k} {v * 1000:.0f} ms/step" for k, v in per.items())
-        + f" -> about {cost.minutes(here)} (if nothing is cached)")
+    here = None
+    if not runtime.dry_run():  # a dry run's few steps: timing the full plan's batches would cost more than the run
+        here, per = measured_estimate(name, data, cfg, st)
+        log(f"    on this device, {device_label()}: " + ", ".join(f"{k} {v * 1000:.0f} ms/step" for k, v in per.items())
+            + f" -> about {cost.minutes(here)} (if nothing is cached)")
     train, test = data["train"], data["test"]
     key = dict(dataset=name, sha256=data["sha256"], drop=cfg.drop, drop_seed=DROP_SEED, standardize=cfg.standardize,
                max_series=cfg.max_series, max_length=cfg.max_length, max_tokens=cfg.max_tokens)
@@ -438,10 +496,8 @@ def run_dataset(name: str, cfg: UEARun, profile: str, root=None, cache_dir=None,
                 res = pretrain_finetune(
                     f"uea_{name}", labelled, test, model_cfg, finetune=cfg.finetune_config(name, len(labelled)),
                     pretrain=pretrain, n_outputs=len(data["classes"]), seed=seed, key=key, pretrain_data=train,
-                    finetune_key=None if k is None else dict(labelled_ids=labelled.ids),
-                    dropout=ft.dropout, drop_path=ft.drop_path,
-                    head_overrides=dict(label_smoothing=round(1.0 - ft.confidence, 6), head_dropout=ft.dropout),
-                    cache_dir=cache_dir, refresh=refresh, checkpoints=profile != "smoke")
+                    finetune_key=None if k is None else dict(labelled_ids=labelled.ids), **classifier_args(ft),
+                    cache_dir=cache_dir, refresh=refresh, checkpoints=profile != "smoke", profile=profile)
                 label = variant if k is None else f"{variant}, {k} labelled per class"
                 rows.append(dict(dataset=name, variant=label, seed=seed, n_labelled=len(labelled), **res["metrics"],
                                  pretrain_steps=res["steps"]["pretrain"], finetune_steps=res["steps"]["finetune"],
@@ -470,10 +526,13 @@ def _note(r: dict, cfg: UEARun) -> str:
     if ft.epochs < cfg.finetune(r["name"]).epochs:
         capped.append(f"fine-tuning {ft.epochs} of {cfg.finetune(r['name']).epochs} epochs")
     capped += [w for w in r.get("reductions", []) if not w.startswith(("pre-training", "no label-scarce"))]
-    return (f"{len(d['train'])} train / {len(d['test'])} test series, {int(cfg.drop * 100)} % of steps dropped; "
+    lam = cfg.finetune(r["name"]).drop_path
+    return ((f"{runtime.DRY_LABEL} (generated series of {r['name']}'s shape); " if d["generated"] else "")
+            + f"{len(d['train'])} train / {len(d['test'])} test series, {int(cfg.drop * 100)} % of steps dropped; "
             f"RoMAE-{cfg.encoder}; pre-training {pre.epochs} epochs, fine-tuning {ft.epochs} epochs "
             f"({'Table 12' if r['table12'] else 'DEFAULT_FINETUNE: not in Table 12'}); model after the last epoch, "
-            f"no selection on the test file" + (f"; REDUCED: {', '.join(capped)}" if capped else ""))
+            f"no selection on the test file" + (f"; drop-path {lam:g} as {DROP_PATH_RULE}" if lam else "")
+            + (f"; REDUCED: {', '.join(capped)}" if capped else ""))
 
 
 def run(profile: str = "smoke", datasets=None, data_root=None, reports_dir=None, cache_dir=None,
@@ -483,12 +542,24 @@ def run(profile: str = "smoke", datasets=None, data_root=None, reports_dir=None,
     (said in `skipped`); DataMissing if none of `datasets` is there."""
     explicit = bool(as_list(datasets, "datasets"))
     cfg = config(profile, datasets, data_root)
-    require(data_needs(profile, list(cfg.datasets), data_root or ""), data_root)
+    generated = {}
+    if runtime.dry_run():  # one seed, a few series per split; Table 6's datasets that are absent: generated
+        cfg = dataclasses.replace(cfg, seeds=runtime.dry_seeds(cfg.seeds),
+                                  max_series=runtime.dry_count(cfg.max_series or runtime.DRY_EVAL))
+        generated = {d: dry_raw(d, cfg) for d in find(cfg.datasets, data_root)[1] if d in PAPER_STATS}
+        for d in generated:
+            log(f"{d}: not under the data root; {runtime.DRY_LABEL}")
+    if not generated:
+        require(data_needs(profile, list(cfg.datasets), data_root or ""), data_root)
     found, missing, message = find(cfg.datasets, data_root)
+    if generated:
+        found = [d for d in cfg.datasets if d in found or d in generated]
+        missing = [d for d in missing if d not in generated]
+        message = find(missing, data_root)[2]
     results, skipped = {}, {}
     for name in found:
         try:
-            raw = uea.load(name, data_root)
+            raw = generated[name] if name in generated else uea.load(name, data_root)
             _classification(raw, name)
         except ValueError as e:  # unreadable, or not classification (a regression dataset is not Table 6's)
             if explicit:
@@ -526,9 +597,10 @@ def comparison_table(results: dict, profile: str, encoder: str = "tiny") -> pd.D
     datasets = list(dict.fromkeys(list(peers.benchmark) + list(results)))
     table = peers.pivot_table(index="model", columns="benchmark", values="value", sort=False).reindex(columns=datasets)
     for name, r in results.items():
+        col = f"{name} ({runtime.DRY_LABEL})" if r["data"]["generated"] else name  # not beside the published values
         for variant in r["per_seed"].variant.unique():
             f = r["per_seed"][r["per_seed"].variant == variant]
-            table.loc[f"RoMAE-{encoder}, {variant} (ours, {profile}, mean of {len(f)} seeds)", name] = f.accuracy.mean()
+            table.loc[f"RoMAE-{encoder}, {variant} (ours, {profile}, mean of {len(f)} seeds)", col] = f.accuracy.mean()
     return table.reset_index().rename(columns={"index": "model"})
 
 

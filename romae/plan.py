@@ -1,0 +1,452 @@
+"""A plan before the run: what each notebook's paper profile trains, how much memory a device needs, which
+micro-batch fits, and how long it takes.
+
+    python -m romae.bench plan --profile paper --device h100 --gpu-memory 80
+    plan.show("12", profile)                  # a notebook's first cells: its own plan (paper profile only)
+    plan.fit_memory(train_cfg, model_cfg, n_tokens, "pretrain", profile)   # TrainConfig with the planned micro-batch
+
+Trainings come from each experiment module's `paper_trainings()`, built with the module's own config
+functions (the real RoMAEConfig and TrainConfig of the run); dataset sizes are the paper's, as constants
+with their source where the data may be absent, so the plan is the same on every machine.
+
+Memory per device = parameters + gradients (FP32) + optimiser state (AdamW 2, SGD 1 FP32 copies) + the
+activations autograd saves for the backward. Saved activations are counted with
+`torch.autograd.graph.saved_tensors_hooks` (unique storages, parameters excluded) in a forward of the CPU's
+kernels on fake tensors (shapes without arithmetic: a test checks them against real forwards), at micro-batches
+1 and 2, extrapolated linearly (a + b * m) and checked by a count at the micro-batch chosen; BF16 under CPU bf16
+autocast. Attention dropout is off for the count: CUDA's fused kernels apply it inside the kernel, the CPU falls
+back to the math kernel that saves [B, H, N, N] probabilities. Padded data is counted at its longest sample,
+without padding. Not counted, hence the planned peak = HEADROOM x (counted bytes) + CONTEXT_GIB: the CUDA
+context and library workspaces, allocator fragmentation, the backward's transient buffers, a dataset kept on
+the device. Counts are cached in-process and on disk (romae.cache, keyed by the model code).
+
+Time per optimiser step on a GPU = FLOPs (`romae.cost.step_flops`, the roofline's count) / (the data sheet's
+peak dense FLOP/s x EFFICIENCY) + OVERHEAD per micro-batch and per step: an estimate, not a measurement.
+`cpu` is romae.cost's fitted reference CPU (FP32); `this` scales it by a step measured here
+(`romae.cost.measured_step_seconds`). GB means GiB (2^30 bytes) throughout.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import importlib
+import inspect
+import itertools
+import json
+import math
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from unittest import mock
+
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+from . import cost
+from .cache import cached
+from .config import RoMAEConfig, TrainConfig, to_json
+
+GIB = 2 ** 30
+HEADROOM = 1.25  # planned peak / counted bytes: fragmentation, transient backward buffers (assumed, not measured)
+CONTEXT_GIB = 1.5  # CUDA context, cuBLAS / cuDNN workspaces (assumed)
+CODE = ("model.py", "rope.py", "masking.py", "config.py")  # what the counted bytes depend on (+ the counting code)
+OPTIMIZER_COPIES = {"adamw": 2, "sgd": 1}  # FP32 copies of the parameters the optimiser keeps (SGD: momentum)
+# peak dense FLOP/s (no sparsity) from NVIDIA's data sheets: H100 SXM5 80 GB; A100 SXM4 80 GB
+PEAK = {"h100": {"fp32": 67e12, "tf32": 494.5e12, "bf16": 989.5e12},
+        "a100": {"fp32": 19.5e12, "tf32": 156e12, "bf16": 312e12}}
+# share of peak a RoMAE step reaches (assumed: narrow matrices, d_model 60-960, far from the tensor cores' best;
+# element-wise work uncounted). Not measured: no GPU was available when this was written
+EFFICIENCY = {"fp32": 0.5, "tf32": 0.3, "bf16": 0.3}
+OVERHEAD = {"micro": 3e-3, "step": 2e-3}  # seconds per micro-batch (kernel launches of forward + backward) and
+#                                            per optimiser step (optimiser, clipping, schedule) on a GPU (assumed)
+DEVICES = ("h100", "a100", "cpu", "this")
+PRECISIONS = ("fp32", "tf32", "bf16")
+# notebook -> the experiment module whose paper_trainings() lists its trainings (00 and 03 train nothing)
+NOTEBOOKS = {"01": "position", "02": "frequency", "04": "mask_token_init", "10": "tiny_imagenet", "11": "esc50",
+             "12": "uea", "13": "elasticc", "14": "pendulum", "15": "interpolation", "16": "physionet"}
+SPLIT_BATCH = ("10", "11", "13")  # notebooks whose global batch is split over --gpus processes; the others train on one
+
+
+@dataclass(frozen=True)
+class Training:
+    """One training of a notebook's paper profile, as its run builds it."""
+
+    name: str  # e.g. "uea:Epilepsy pre-training"
+    stage: str  # romae.cost's: "pretrain" (MAE) | "finetune" (supervised)
+    model: RoMAEConfig  # the model the run trains
+    train: TrainConfig  # its training (batch_size per process)
+    n_tokens: int  # data tokens per sample, [CLS] not included (padded data: the longest sample)
+    samples: int  # training samples per epoch
+    runs: int = 1  # how many such trainings (seeds x variants)
+    processes: int = 1  # processes the global batch is split over
+    padded: bool = False  # samples of different lengths: n_tokens is the longest (memory, FLOPs: upper bounds)
+    hidden: float | None = None  # pre-training on masks the data gives: the share hidden (None: model.mask_ratio)
+    source: str = ""  # where `samples` and `n_tokens` come from
+
+    @property
+    def shape_model(self) -> RoMAEConfig:
+        """The model as memory and FLOPs see it: with the data's share of hidden tokens."""
+        return self.model if self.hidden is None else dataclasses.replace(self.model, mask_ratio=self.hidden)
+
+    @property
+    def tokens(self) -> int:
+        return self.n_tokens + int(self.model.use_cls)
+
+    @property
+    def steps(self) -> int:
+        return self.train.epochs * math.ceil(self.samples / (self.train.batch_size * self.processes))
+
+
+def trainings(notebook: str, gpus: int = 1) -> list[Training]:
+    """The paper profile's trainings of one notebook ([] for one that trains nothing)."""
+    if notebook not in NOTEBOOKS:
+        return []
+    module = importlib.import_module(f"romae.experiments.{NOTEBOOKS[notebook]}")
+    return module.paper_trainings(**({"processes": gpus} if notebook in SPLIT_BATCH else {}))
+
+
+# ----------------------------------------------------------------------------- memory
+
+def _batch(cfg: RoMAEConfig, stage: str, micro: int, n_tokens: int) -> dict:
+    """Inputs of the run's shapes (values, positions and labels drawn here: only shapes matter)."""
+    g = torch.Generator().manual_seed(0)
+    batch = dict(values=torch.randn(micro, n_tokens, cfg.token_dim, generator=g),
+                 positions=torch.arange(n_tokens, dtype=torch.float32).expand(micro, cfg.n_axes, n_tokens))
+    if stage == "finetune":
+        shape = (micro, n_tokens, cfg.n_outputs) if cfg.head == "tokens" else (micro, cfg.n_outputs)
+        batch["labels"] = (torch.randint(cfg.n_outputs, shape[:-1], generator=g) if cfg.task == "classification"
+                           else torch.randn(shape, generator=g))
+    return batch
+
+
+@functools.lru_cache(maxsize=4)
+def _model(model_json: str, stage: str) -> torch.nn.Module:
+    """The model a training of `stage` builds, in training mode, attention dropout off (see the module doc)."""
+    from .model import Attention, RoMAEForPrediction, RoMAEForPreTraining
+
+    cfg = dataclasses.replace(RoMAEConfig.from_dict(json.loads(model_json)), init="default")  # only shapes matter
+    with torch.random.fork_rng(devices=[]):  # the caller's generator stays as it was
+        model = (RoMAEForPreTraining if stage == "pretrain" else RoMAEForPrediction)(cfg).train()
+    for m in model.modules():
+        if isinstance(m, Attention):
+            m.dropout = 0.0  # CUDA applies it inside the fused kernel; the CPU would save [B, H, N, N]
+    return model
+
+
+@functools.lru_cache(maxsize=None)
+def _saved_bytes(model_json: str, stage: str, n_tokens: int, micro: int, bf16: bool) -> int:
+    """Bytes autograd saves for the backward of one forward on the CPU (unique storages, parameters excluded).
+
+    Run on fake tensors (torch's FakeTensorMode: the CPU's kernels and shapes, no arithmetic), so a forward
+    costs the same at any size; the checks that would read a value back are made asynchronous."""
+    from . import masking
+
+    model = _model(model_json, stage)
+    seen: dict[int, int] = {}
+    with mock.patch.object(masking, "_async_checks", lambda device: True), \
+            FakeTensorMode(allow_non_fake_inputs=True) as mode:
+        weights = {k: mode.from_tensor(v) for k, v in [*model.named_parameters(), *model.named_buffers()]}
+        params = {w.untyped_storage()._cdata for w in weights.values()}
+
+        def pack(t):
+            s = t.untyped_storage()
+            if s._cdata not in params:
+                seen[s._cdata] = max(seen.get(s._cdata, 0), s.nbytes())
+            return t
+
+        batch = {k: mode.from_tensor(v) for k, v in _batch(model.cfg, stage, micro, n_tokens).items()}
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), \
+                torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            torch.func.functional_call(model, weights, kwargs=batch)
+    return sum(seen.values())
+
+
+@dataclass(frozen=True)
+class Memory:
+    """Bytes per device: static (parameters, gradients, optimiser state) + a + b * micro (saved activations)."""
+
+    static: int
+    a: float
+    b: float
+
+    def counted(self, micro: int) -> float:
+        return self.static + self.a + self.b * micro
+
+    def peak_gib(self, micro: int) -> float:
+        """The planned peak: HEADROOM x counted + CONTEXT_GIB."""
+        return HEADROOM * self.counted(micro) / GIB + CONTEXT_GIB
+
+
+def memory(t: Training, bf16: bool = False) -> Memory:
+    """Memory of training `t` per device: saved activations measured at micro-batches 1 and 2, a line through them."""
+    n_params, m1, m2 = _measured(t, (1, 2), bf16)
+    static = 4 * n_params * (2 + OPTIMIZER_COPIES[t.train.optimizer])  # FP32 weights, gradients, optimiser state
+    return Memory(static, 2 * m1 - m2, m2 - m1)
+
+
+def check(t: Training, mem: Memory, micro: int, bf16: bool = False) -> float:
+    """(extrapolated - measured) / measured saved activations at `micro`: the line of `memory` checked."""
+    _, measured = _measured(t, (micro,), bf16)
+    return (mem.a + mem.b * micro - measured) / measured
+
+
+def _measured(t: Training, micros: tuple, bf16: bool) -> list:
+    """[parameters, saved bytes at each micro-batch], cached on disk too (a plan is asked for by every paper
+    notebook), keyed by the code that decides what is saved."""
+    key = (to_json(t.shape_model), t.stage, t.n_tokens)
+    return cached("plan_memory", dict(model=key[0], stage=t.stage, n_tokens=t.n_tokens, micros=micros, bf16=bf16,
+                                      torch=torch.__version__),
+                  lambda: [_n_params(key[0], t.stage)] + [_saved_bytes(*key, m, bf16) for m in micros],
+                  code=_code_version())
+
+
+@functools.lru_cache(maxsize=None)
+def _code_version() -> str:
+    """The version of the code that decides the saved activations: the model's modules and the counting here."""
+    here = Path(__file__).resolve().parent
+    counting = "".join(inspect.getsource(f) for f in (_batch, _model, _saved_bytes, _measured))
+    return hashlib.sha256(b"".join((here / f).read_bytes() for f in CODE) + counting.encode()).hexdigest()
+
+
+def _n_params(model_json: str, stage: str) -> int:
+    return sum(p.numel() for p in _model(model_json, stage).parameters())
+
+
+def pick_micro_batch(batch: int, mem: Memory, memory_gib: float | None) -> tuple[int | None, int]:
+    """(micro-batch, accumulation k) for a per-process `batch` in `memory_gib` per device: the whole batch if
+    its planned peak fits (or no memory is given), else its largest divisor that fits (k = batch / micro,
+    equal micro-batches). (None, 0) when not even one sample fits."""
+    if memory_gib is None or mem.peak_gib(batch) <= memory_gib:
+        return batch, 1
+    for micro in sorted((d for d in range(1, batch) if batch % d == 0), reverse=True):
+        if mem.peak_gib(micro) <= memory_gib:
+            return micro, batch // micro
+    return None, 0
+
+
+def device_memory_gib() -> float | None:
+    """Memory per device a run plans for: ROMAE_GPU_MEMORY (romae.runtime), else the CUDA device's, else None."""
+    from . import runtime
+
+    rt = runtime.current()
+    if rt.gpu_memory_gb is not None:
+        return rt.gpu_memory_gb
+    if rt.device != "cpu" and torch.cuda.is_available():
+        return torch.cuda.get_device_properties(0).total_memory / GIB
+    return None
+
+
+def fit_memory(train_cfg: TrainConfig, model_cfg: RoMAEConfig, n_tokens: int, stage: str, profile: str,
+               hidden: float | None = None) -> TrainConfig:
+    """`train_cfg` with the micro-batch the plan picks for this device's memory (paper profile only; unchanged
+    where the whole batch fits or no device memory is known). Warns, and takes 1, when not even one fits.
+    n_tokens: per sample, [CLS] not included (padded: the longest); hidden: as `Training.hidden`."""
+    memory_gib = device_memory_gib() if profile == "paper" else None
+    if memory_gib is None:
+        return train_cfg
+    t = Training("", stage, model_cfg, train_cfg, n_tokens, samples=1, hidden=hidden)
+    mem = memory(t, bf16=_precision(train_cfg) == "bf16")
+    micro, _ = pick_micro_batch(train_cfg.batch_size, mem, memory_gib)
+    if micro is None:
+        warnings.warn(f"{stage} at {n_tokens} tokens plans {mem.peak_gib(1):.1f} GiB at micro-batch 1, more than the "
+                      f"{memory_gib:.1f} GiB per device; trying micro-batch 1")
+        micro = 1
+    return train_cfg if micro == train_cfg.batch_size else dataclasses.replace(train_cfg, micro_batch=micro)
+
+
+def tokens_of(data) -> int:
+    """Tokens per sample of a training set, [CLS] not included (padded data: the longest)."""
+    if hasattr(data, "grid"):  # romae.images.GridDataset: one token per patch
+        return data.grid[0] * data.grid[1]
+    if hasattr(data, "lengths"):  # romae.store.TokenStore: observations per sample, capped by the view
+        return int(data.lengths.max())
+    return (data.tensors if hasattr(data, "tensors") else data)["values"].shape[1]
+
+
+def _precision(train_cfg: TrainConfig) -> str:
+    from . import runtime
+
+    return runtime.current().precision or ("bf16" if train_cfg.bf16 else "fp32")
+
+
+# ----------------------------------------------------------------------------- time
+
+def step_seconds(t: Training, device: str, precision: str, k: int) -> float | None:
+    """Seconds of one optimiser step of `t` on one device (k micro-batches); None where not modelled."""
+    flops = cost.step_flops(t.shape_model, t.train.batch_size, t.n_tokens, t.stage)
+    if device in PEAK:
+        return flops / (PEAK[device][precision] * EFFICIENCY[precision]) + k * OVERHEAD["micro"] + OVERHEAD["step"]
+    if precision != "fp32":
+        return None  # the reference CPU model is FP32 only
+    seconds = cost.reference_seconds(t.shape_model, t.train.batch_size, t.n_tokens, t.stage)
+    if device == "this":
+        seconds *= _speed_here(to_json(t.shape_model), t.stage, t.n_tokens, to_json(t.train))
+    return seconds
+
+
+@functools.lru_cache(maxsize=None)
+def _speed_here(model_json: str, stage: str, n_tokens: int, train_json: str) -> float:
+    """This machine's step time / the reference CPU's, measured on a step of 2 samples."""
+    from .model import RoMAEForPrediction, RoMAEForPreTraining
+
+    cfg = RoMAEConfig.from_dict(json.loads(model_json))
+    train = TrainConfig(**json.loads(train_json))
+    dev = "cuda" if torch.cuda.is_available() else "cpu"
+    model = (RoMAEForPreTraining if stage == "pretrain" else RoMAEForPrediction)(cfg).to(dev)
+    batch = {k: v.to(dev) for k, v in _batch(cfg, stage, 2, n_tokens).items()}
+    seconds = cost.measured_step_seconds(model, batch, train)
+    return seconds / cost.reference_seconds(cfg, 2, n_tokens, stage)
+
+
+# ----------------------------------------------------------------------------- the plan
+
+def plan(device: str = "h100", gpus: int = 1, memory_gib: float | None = None, precisions=PRECISIONS,
+         only=None, checked: bool = True) -> dict:
+    """Every paper training of the notebooks (`only`: their numbers, default all) with steps, FLOPs, memory,
+    micro-batch and hours per precision -> {settings, rows, totals}. memory_gib None: whole batches."""
+    if device not in DEVICES:
+        raise ValueError(f"unknown device {device!r}; choose one of {DEVICES}")
+    bad = [p for p in precisions if p not in PRECISIONS]
+    if bad or not precisions:
+        raise ValueError(f"unknown precisions {bad}; choose from {PRECISIONS}")
+    if gpus < 1 or (memory_gib is not None and not memory_gib > 0):
+        raise ValueError(f"gpus must be >= 1 and gpu memory > 0, got {gpus}, {memory_gib}")
+    notebooks = {str(n).strip().zfill(2) for n in (only or NOTEBOOKS)}
+    unknown = sorted(n for n in notebooks if n not in NOTEBOOKS and n not in ("00", "03"))
+    if unknown:
+        raise ValueError(f"unknown notebooks {unknown}; the ones that train: {', '.join(NOTEBOOKS)}")
+    notebooks = [n for n in NOTEBOOKS if n in notebooks]
+    rows = []
+    for nb in notebooks:
+        for t in trainings(nb, gpus):
+            row = dict(notebook=nb, name=t.name, stage=t.stage, runs=t.runs, tokens=t.tokens, padded=t.padded,
+                       samples=t.samples, batch=t.train.batch_size * t.processes, processes=t.processes,
+                       steps=t.steps, flops=t.runs * t.steps * t.processes * cost.step_flops(
+                           t.shape_model, t.train.batch_size, t.n_tokens, t.stage), source=t.source, precision={})
+            for p in precisions:
+                mem = memory(t, bf16=p == "bf16")
+                micro, k = pick_micro_batch(t.train.batch_size, mem, memory_gib)
+                s = None if micro is None else step_seconds(t, device, p, k)
+                at = micro or 1
+                # 1 and 2 are the points of the line; TF32's counts are FP32's
+                checked_at = at if checked and at > 2 and p != "tf32" else None
+                row["precision"][p] = dict(micro=micro, k=k, peak_gib=mem.peak_gib(at), check_micro=checked_at,
+                                           check_error=None if checked_at is None else check(t, mem, at, p == "bf16"),
+                                           hours=None if s is None else t.runs * t.steps * s / 3600)
+            rows.append(row)
+    totals = {}
+    for nb in [*dict.fromkeys(r["notebook"] for r in rows), "all"]:
+        mine = [r for r in rows if nb in ("all", r["notebook"])]
+        totals[nb] = {p: _total([r["precision"][p]["hours"] for r in mine]) for p in precisions}
+    return dict(settings=dict(device=device, gpus=gpus, memory_gib=memory_gib, precisions=list(precisions),
+                              headroom=HEADROOM, context_gib=CONTEXT_GIB, efficiency=EFFICIENCY, overhead=OVERHEAD,
+                              peak=PEAK.get(device)), rows=rows, totals=totals)
+
+
+def _total(hours: list) -> float | None:
+    """Sum of hours; None if any training has none (does not fit, or not modelled)."""
+    return None if any(h is None for h in hours) else sum(hours)
+
+
+def _hours(h: float | None) -> str:
+    return "-" if h is None else f"{h:,.1f}" if h >= 0.1 else "<0.1"
+
+
+def table(p: dict, markdown: bool = False) -> str:
+    """The plan as a text (or markdown) table: one row per training, totals per notebook and overall. Memory and
+    micro-batch columns: the first precision's, and BF16's when it is planned too."""
+    precs = p["settings"]["precisions"]
+    mems = list(dict.fromkeys([precs[0]] + (["bf16"] if "bf16" in precs else [])))
+    head = (["nb", "training", "runs", "tokens", "samples", "batch", "steps", "PFLOP"]
+            + [c for q in mems for c in (f"micro x k ({q})", f"peak GiB ({q})")] + [f"h {q}" for q in precs])
+
+    def total(nb: str) -> list[str]:
+        return [nb, "total"] + [""] * (len(head) - 2 - len(precs)) + [_hours(p["totals"][nb][q]) for q in precs]
+
+    lines = []
+    for nb, rows in itertools.groupby(p["rows"], key=lambda r: r["notebook"]):
+        for r in rows:
+            cells = [nb, r["name"], str(r["runs"]), ("<=" if r["padded"] else "") + str(r["tokens"]),
+                     f"{r['samples']:,}", f"{r['batch']:,}", f"{r['steps']:,}", f"{r['flops'] / 1e15:,.1f}"]
+            for x in (r["precision"][q] for q in mems):
+                cells += (["does not fit", f"{x['peak_gib']:.1f} at 1"] if x["micro"] is None else
+                          [f"{x['micro']:,} x {x['k']}", f"{x['peak_gib']:.1f}"])
+            lines.append(cells + [_hours(r["precision"][q]["hours"]) for q in precs])
+        lines.append(total(nb))
+    lines.append(total("all"))
+    if markdown:
+        rule = "|" + "|".join("---" if i < 2 else "---:" for i in range(len(head))) + "|"
+        row = lambda cells: "| " + " | ".join(cells) + " |"  # noqa: E731
+        return "\n".join([row(head), rule] + [row(c) for c in lines])
+    widths = [max(len(c[i]) for c in [head] + lines) for i in range(len(head))]
+    return "\n".join("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+                     for cells in [head] + lines)
+
+
+def describe(p: dict) -> str:
+    """The lines above and below the table: the setting, how memory and time were obtained, the check."""
+    s = p["settings"]
+    errors = [abs(x["check_error"]) for r in p["rows"] for x in r["precision"].values() if x["check_error"] is not None]
+    where = {"cpu": f"the reference {cost.REFERENCE} (romae.cost's fitted model; FP32 only)",
+             "this": "this machine, scaled from a 2-sample step measured here (FP32 only)"}.get(s["device"])
+    efficiency = ", ".join(f"{k} {v:g}" for k, v in s["efficiency"].items())
+    time_note = where or (f"{s['device'].upper()}: ESTIMATES, not measurements: FLOPs / (NVIDIA's peak dense FLOP/s "
+                          f"x an assumed efficiency {efficiency}) + {1e3 * s['overhead']['micro']:g} ms per "
+                          f"micro-batch + {1e3 * s['overhead']['step']:g} ms per step")
+    mem = ("no device memory given: whole batches" if s["memory_gib"] is None else
+           f"{s['memory_gib']:g} GiB per device; planned peak = {s['headroom']:g} x (parameters + gradients + "
+           f"optimiser state + saved activations) + {s['context_gib']:g} GiB")
+    return "\n".join([
+        f"Paper profile on {s['gpus']} device(s) ({', '.join(SPLIT_BATCH)} split their global batch over them; the "
+        f"others train on one). Memory: {mem}. Time: {time_note}.",
+        "Saved activations measured on the CPU at micro-batches 1 and 2 and extrapolated linearly"
+        + (f"; checked by a measurement at every chosen micro-batch above 2 ({len(errors)} points): largest error "
+           f"{100 * max(errors):.2g} %" if errors else "")
+        + ". tokens include [CLS]; <= : padded data at its longest sample (memory and FLOPs are upper bounds). "
+        "batch: the global batch; micro x k: per device, k micro-batches a step. PFLOP: all runs of the row. "
+        "h: hours for all runs of the row, one after another."])
+
+
+def show(notebook: str, profile: str, gpus: int = 1) -> None:
+    """Print notebook `notebook`'s plan for this machine (paper profile only; otherwise nothing)."""
+    if profile != "paper":
+        return
+    from . import runtime
+
+    on_gpu = runtime.current().device != "cpu" and torch.cuda.is_available()  # DEVICE=cpu: the CPU's plan
+    name = torch.cuda.get_device_name(0) if on_gpu else ""
+    device = "a100" if "A100" in name else "h100" if name else "cpu"
+    p = plan(device, gpus, device_memory_gib(), only=[notebook], checked=False,
+             precisions=PRECISIONS if name else ("fp32",))
+    if name and "H100" not in name and "A100" not in name:
+        print(f"{name} is not in the plan's table: times below are for an H100")
+    print(describe(p))
+    print(table(p))
+
+
+README_BEGIN, README_END = "<!-- plan:begin -->", "<!-- plan:end -->"
+
+
+def readme_block(p: dict) -> str:
+    """What the README holds between its plan markers: the command, the notes and the markdown table."""
+    s = p["settings"]
+    command = (f"python -m romae.bench plan --profile paper --device {s['device']} --gpus {s['gpus']} "
+               f"--gpu-memory {s['memory_gib']:g} --markdown --readme README.md")
+    return f"`{command}` wrote this table.\n\n{describe(p)}\n\n{table(p, markdown=True)}\n"
+
+
+def write_readme(path: str | Path, p: dict) -> None:
+    """Replace the text between README_BEGIN and README_END in `path` with `readme_block(p)`."""
+    path = Path(path)
+    text = path.read_text()
+    if README_BEGIN not in text or README_END not in text:
+        raise ValueError(f"{path} has no {README_BEGIN} ... {README_END} markers to write the plan between")
+    head, rest = text.split(README_BEGIN, 1)
+    path.write_text(f"{head}{README_BEGIN}\n{readme_block(p)}{README_END}{rest.split(README_END, 1)[1]}")
+
+
+def readme_plan() -> dict:
+    """The plan the README shows: one H100, 80 GiB, all precisions."""
+    return plan("h100", 1, 80.0)

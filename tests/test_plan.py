@@ -1,0 +1,216 @@
+"""The plan before the run (romae.plan): measured memory, the micro-batch choice, every paper training, the CLI."""
+
+import json
+import math
+import re
+from pathlib import Path
+
+import pytest
+import torch
+
+from romae import plan
+from romae.bench import main as bench
+from romae.config import RoMAEConfig, TrainConfig, size, to_json
+from romae.data.catalog import Need
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+@pytest.fixture(scope="module")
+def paper_plan():
+    """The README's plan (one H100, 80 GiB, all precisions): cold about a minute, then cached on disk."""
+    return plan.readme_plan()
+
+
+def _real_saved_bytes(t: plan.Training, micro: int, bf16: bool) -> int:
+    """The slow, obvious reference: a real forward on the CPU, its saved tensors' storages summed."""
+    model = plan._model(to_json(t.shape_model), t.stage)
+    params = {p.untyped_storage().data_ptr() for p in [*model.parameters(), *model.buffers()]}
+    seen = {}
+
+    def pack(x):
+        s = x.untyped_storage()
+        if s.data_ptr() not in params:
+            seen[s.data_ptr()] = max(seen.get(s.data_ptr(), 0), s.nbytes())
+        return x
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda x: x), \
+            torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+        model(**plan._batch(model.cfg, t.stage, micro, t.n_tokens))
+    return sum(seen.values())
+
+
+SMALL = RoMAEConfig(token_dim=3, n_axes=2, encoder=size("tiny-shallow"), decoder=size("tiny-shallow"), use_cls=True)
+
+
+@pytest.mark.parametrize("stage", ["pretrain", "finetune"])
+@pytest.mark.parametrize("bf16", [False, True])
+def test_measured_line_extrapolates_to_a_real_forward(stage, bf16):
+    model = SMALL if stage == "pretrain" else RoMAEConfig(**{**SMALL.to_dict(), "n_outputs": 5, "head": "cls"})
+    t = plan.Training("small", stage, model, TrainConfig(batch_size=8), n_tokens=40, samples=8)
+    key = (to_json(t.shape_model), stage, 40)
+    for micro in (1, 2):  # fake tensors (no arithmetic) save what the CPU's real forward saves
+        assert plan._saved_bytes(*key, micro, bf16) == _real_saved_bytes(t, micro, bf16)
+    mem = plan.memory(t, bf16)
+    real = _real_saved_bytes(t, 6, bf16)
+    assert abs(mem.a + mem.b * 6 - real) <= 1e-6 * real  # the line through 1 and 2, checked at 6
+    assert abs(plan.check(t, mem, 6, bf16)) <= 1e-6
+    assert mem.b > 0 and mem.static == 4 * 4 * sum(p.numel() for p in plan._model(key[0], stage).parameters())
+
+
+def test_pick_micro_batch():
+    gib = plan.GIB
+    mem = plan.Memory(static=2 * gib, a=0.5 * gib, b=0.1 * gib)  # 1.25 x (2.5 + 0.1 m) + 1.5 GiB
+    assert plan.pick_micro_batch(48, mem, None) == (48, 1)  # no memory given: the whole batch
+    assert plan.pick_micro_batch(48, mem, 100) == (48, 1)  # it fits
+    micro, k = plan.pick_micro_batch(48, mem, 6.0)  # 1.25 x (2.5 + 0.1 m) + 1.5 <= 6 -> m <= 11
+    assert (micro, k) == (8, 6) and micro * k == 48  # the largest divisor of 48 that fits (12 does not)
+    assert mem.peak_gib(8) <= 6.0 < mem.peak_gib(12)
+    assert plan.pick_micro_batch(48, mem, 4.0) == (None, 0)  # not even one sample fits
+
+
+def test_a_training_that_cannot_fit_is_reported():
+    p = plan.plan("h100", 1, 1.6, ("fp32",), only=["16"], checked=False)  # 1.5 GiB of it is the CUDA context
+    assert p["rows"] and all(r["precision"]["fp32"]["micro"] is None for r in p["rows"])
+    assert p["totals"]["16"]["fp32"] is None and p["totals"]["all"]["fp32"] is None
+    text = plan.table(p)
+    assert text.count("does not fit") == len(p["rows"]) and re.search(r"all\s+total\s+-$", text, re.M)
+
+
+def test_steps_and_batches_follow_the_modules_configs():
+    one, eight = plan.trainings("10", 1), plan.trainings("10", 8)
+    assert [t.name for t in one] == [t.name for t in eight]
+    for a, b in zip(one, eight):  # the global batch is split over 8 processes: same steps, 1/8 of the batch each
+        assert a.train.batch_size == 1024 and b.train.batch_size == 128 and a.steps == b.steps
+    pre = one[0]
+    assert pre.steps == 200 * math.ceil(100_000 / 1024) and pre.tokens == 196  # Table 10; (224 / 16)^2, no [CLS]
+    uea = {t.name: t for t in plan.trainings("12")}
+    assert uea["uea:Epilepsy pre-training"].steps == 400 * math.ceil(137 / 64)  # Table 13: 400 epochs of batch 64
+    assert uea["uea:Epilepsy fine-tuning"].runs == 6  # 3 seeds x (pre-trained, from scratch)
+    assert plan.trainings("00") == [] and plan.trainings("03") == []
+
+
+def test_uea_sizes_match_the_data_where_present():
+    from romae.data import uea as U
+    from romae.experiments import uea
+
+    need = Need(("uea:BasicMotions",), "UEA BasicMotions")
+    if not need.satisfied():
+        pytest.skip(need.message())
+    assert uea.stats(U.load("BasicMotions"), uea.config("paper", ["BasicMotions"])) == uea.PAPER_STATS["BasicMotions"]
+
+
+def test_physionet_length_matches_the_data_where_present():
+    from romae.data import physionet as P
+    from romae.experiments import physionet
+
+    need = Need(("physionet2012",), "PhysioNet 2012")
+    if not need.satisfied():
+        pytest.skip(need.message())
+    df = P.records(progress=False)
+    train, _ = P.split(df.record_id)
+    sizes = df[df.record_id.isin(train)].groupby("record_id").size()
+    assert (len(sizes), int(sizes.max())) == (physionet.PAPER_TRAIN_RECORDS, physionet.PAPER_MAX_TOKENS)
+
+
+def test_time_model():
+    t = plan.trainings("15")[0]
+    fp32, bf16 = (plan.step_seconds(t, "h100", p, 1) for p in ("fp32", "bf16"))
+    assert bf16 < fp32 and plan.step_seconds(t, "a100", "fp32", 1) > fp32
+    assert plan.step_seconds(t, "h100", "fp32", 4) == pytest.approx(fp32 + 3 * plan.OVERHEAD["micro"])
+    assert plan.step_seconds(t, "cpu", "bf16", 1) is None  # the reference CPU model is FP32 only
+
+
+def test_fit_memory(monkeypatch):
+    t = next(x for x in plan.trainings("10") if x.stage == "finetune")
+    monkeypatch.setenv("ROMAE_GPU_MEMORY", "8")
+    small = plan.fit_memory(t.train, t.model, t.n_tokens, "finetune", "paper")
+    assert small.micro_batch is not None and 1024 % small.micro_batch == 0 and small.micro_batch < 1024
+    assert plan.fit_memory(t.train, t.model, t.n_tokens, "finetune", "quick") is t.train  # paper profile only
+    monkeypatch.setenv("ROMAE_GPU_MEMORY", "1000")
+    assert plan.fit_memory(t.train, t.model, t.n_tokens, "finetune", "paper") is t.train  # the whole batch fits
+    monkeypatch.delenv("ROMAE_GPU_MEMORY")
+    monkeypatch.setenv("ROMAE_DEVICE", "cpu")
+    assert plan.fit_memory(t.train, t.model, t.n_tokens, "finetune", "paper") is t.train  # no device memory known
+
+
+def test_every_paper_training_fits_80_gb(paper_plan):
+    rows = paper_plan["rows"]
+    assert {r["notebook"] for r in rows} == set(plan.NOTEBOOKS)
+    assert len(rows) == sum(len(plan.trainings(nb)) for nb in plan.NOTEBOOKS)
+    for r in rows:
+        for p, x in r["precision"].items():
+            assert x["micro"] is not None and x["peak_gib"] <= 80, (r["name"], p)
+            assert x["micro"] * x["k"] == r["batch"]  # equal micro-batches add up to the paper's batch
+            assert x["check_error"] is None or abs(x["check_error"]) < 0.01, (r["name"], p, x["check_error"])
+    assert any(x["k"] > 1 for r in rows for x in r["precision"].values())  # ELAsTiCC, Tiny ImageNet accumulate
+    total = paper_plan["totals"]["all"]
+    assert total["fp32"] > total["tf32"] > total["bf16"] > 0
+
+
+def test_readme_table_is_current(paper_plan):
+    text = README.read_text()
+    assert plan.README_BEGIN in text, "README.md has no paper-profile plan section"
+    block = text.split(plan.README_BEGIN, 1)[1].split(plan.README_END, 1)[0]
+    assert block.strip() == plan.readme_block(paper_plan).strip(), (
+        "README's plan is stale: run `python -m romae.bench plan --profile paper --device h100 --gpus 1 "
+        "--gpu-memory 80 --markdown --readme README.md`")
+
+
+def test_cli(tmp_path, capsys):
+    out, readme = tmp_path / "plan.json", tmp_path / "README.md"
+    readme.write_text(f"# x\n{plan.README_BEGIN}\nold\n{plan.README_END}\ntail\n")
+    assert bench(["plan", "--profile", "paper", "--only", "14", "--gpu-memory", "80", "--precision", "bf16",
+                  "--out", str(out), "--markdown", "--readme", str(readme)]) == 0
+    printed = capsys.readouterr().out
+    assert "ESTIMATES, not measurements" in printed and "| 14 | pendulum, ours |" in printed
+    saved = json.loads(out.read_text())
+    assert [r["name"] for r in saved["rows"]] == ["pendulum, ours", "pendulum, authors' configuration"]
+    assert list(saved["rows"][0]["precision"]) == ["bf16"]
+    text = readme.read_text()
+    assert "old" not in text and text.endswith(f"{plan.README_END}\ntail\n") and "| 14 | pendulum, ours |" in text
+    with pytest.raises(SystemExit):
+        bench(["plan", "--only", "99"])
+    assert "unknown notebooks ['99']" in capsys.readouterr().err
+    plain = tmp_path / "plain.md"
+    plain.write_text("no markers\n")
+    with pytest.raises(ValueError, match="no <!-- plan:begin -->"):
+        plan.write_readme(plain, plan.plan(only=["14"], checked=False))
+
+
+def test_pretrain_finetune_takes_the_planned_micro_batch(monkeypatch):
+    from romae import recipe
+    from romae.train import ArrayDataset
+
+    class Stop(Exception):
+        pass
+
+    seen = {}
+
+    def fit_cached(name, model_cls, model_cfg, data, cfg, key, **kw):
+        seen[name] = cfg
+        if name.endswith("finetune"):
+            raise Stop
+        return dict(run_id="x", state_dict=None)
+
+    monkeypatch.setattr(recipe, "fit_cached", fit_cached)
+    monkeypatch.setenv("ROMAE_GPU_MEMORY", "3")
+    data = ArrayDataset(values=torch.zeros(8, 100, 3), positions=torch.zeros(8, 2, 100), labels=torch.zeros(8).long())
+    big = TrainConfig(batch_size=4096)  # as if the paper's: 4,096 samples of 100 tokens do not fit in 3 GiB
+    for profile, planned in (("paper", True), ("quick", False)):
+        with pytest.raises(Stop):
+            recipe.pretrain_finetune("t", data, data, SMALL, finetune=big, pretrain=big, n_outputs=2, seed=0, key={},
+                                     profile=profile)
+        for stage in ("pretrain", "finetune"):
+            micro = seen[f"t_{stage}"].micro_batch
+            assert (micro is not None and 4096 % micro == 0 and micro < 4096) if planned else micro is None
+
+
+def test_show_prints_the_paper_profile_only(capsys, monkeypatch):
+    monkeypatch.setenv("ROMAE_DEVICE", "cpu")
+    plan.show("14", "smoke")
+    assert capsys.readouterr().out == ""
+    plan.show("14", "paper")
+    out = capsys.readouterr().out
+    assert "pendulum, ours" in out and "pendulum, authors' configuration" in out and "14   total" in out
+    assert "reference" in out  # no GPU: the reference CPU's time
