@@ -590,9 +590,13 @@ def _checked(loss: torch.Tensor, step: int, check: bool) -> float | torch.Tensor
     return value
 
 
+def _n_samples(batch: dict) -> int:
+    return next(len(v) for v in batch.values() if torch.is_tensor(v))
+
+
 def _micro_batches(batch: dict, size: int) -> list[dict]:
     """A batch dict cut along dim 0 into pieces of `size` samples (the last may be smaller)."""
-    n = next(len(v) for v in batch.values() if torch.is_tensor(v))
+    n = _n_samples(batch)
     return [{k: v[i:i + size] if torch.is_tensor(v) else v for k, v in batch.items()} for i in range(0, n, size)]
 
 
@@ -606,7 +610,7 @@ def _accumulate(model, inner, batch: dict, accelerator, params: list, cfg: Train
     sums' gradients are added up (DDP synchronises only at the last), and the gradients are divided by the
     count summed over micro-batches and processes. So k micro-batches on P processes give the update of one
     batch of the same samples in one forward, up to float rounding."""
-    pieces = _micro_batches(batch, cfg.micro_batch or len(next(v for v in batch.values() if torch.is_tensor(v))))
+    pieces = _micro_batches(batch, cfg.micro_batch or _n_samples(batch))
     sums, counts = [], []
     for i, piece in enumerate(pieces):
         last = i == len(pieces) - 1
@@ -615,7 +619,7 @@ def _accumulate(model, inner, batch: dict, accelerator, params: list, cfg: Train
             _checked(loss, step, check)
             count = getattr(inner, "loss_count", None)
             if count is None:
-                count = len(next(v for v in piece.values() if torch.is_tensor(v)))
+                count = _n_samples(piece)
             count = torch.as_tensor(count, dtype=loss.dtype, device=loss.device).detach()
             accelerator.backward(loss * count)
         sums.append(loss.detach() * count)
@@ -804,7 +808,8 @@ def fit(model: torch.nn.Module, train_data, cfg: TrainConfig, *, val_data=None,
     dev = accelerator.device  # where batches go: this process's GPU, or the CPU
     if rt.dry_run:  # the model and sequence length as given, a batch of two micro-batches, a few steps
         batch_size, micro = runtime.dry_batch(cfg.batch_size, cfg.micro_batch, dev.type)
-        cfg = dataclasses.replace(cfg, batch_size=batch_size, micro_batch=micro)
+        # every step of it logged and validated, so that curves and validation code run on its few steps
+        cfg = dataclasses.replace(cfg, batch_size=batch_size, micro_batch=micro, log_every=1, eval_every=1)
         max_steps = rt.max_steps if max_steps is None else min(max_steps, rt.max_steps)
     steps_per_epoch = math.ceil(len(train_data) / (cfg.batch_size * n_proc))
     total_steps = steps_per_epoch * cfg.epochs
@@ -921,7 +926,7 @@ def fit(model: torch.nn.Module, train_data, cfg: TrainConfig, *, val_data=None,
                 window = {"loss": window["loss"] + loss, "grad_norm": window["grad_norm"] + grad_norm,
                           "n": window["n"] + 1}
                 ep = round(step / steps_per_epoch, 4)  # 1.0 = end of the first epoch
-                if step % cfg.log_every == 0 or step == total_steps or (rt.dry_run and step == stop):
+                if step % cfg.log_every == 0 or step == total_steps:
                     _check_losses(pending)
                     n, mean_loss = window["n"], float(window["loss"]) / window["n"]
                     if n_proc > 1:  # the global batch's loss, not only this process's share of it
@@ -931,7 +936,7 @@ def fit(model: torch.nn.Module, train_data, cfg: TrainConfig, *, val_data=None,
                     bar.set_postfix(loss=f"{mean_loss:.4g}", lr=f"{lr:.3g}")
                     window = {"loss": 0.0, "grad_norm": 0.0, "n": 0}
                 due = step % cfg.eval_every == 0 if cfg.eval_every else step % steps_per_epoch == 0
-                if val_data is not None and (due or step == total_steps or (rt.dry_run and step == stop)):
+                if val_data is not None and (due or step == total_steps):
                     _check_losses(pending)
                     row = {"step": step, "epoch": ep,
                            **_evaluate(inner, val_data, cfg.batch_size, accelerator, metric_fns)}

@@ -108,9 +108,7 @@ class ElasticcRun:
         return TrainConfig(epochs=epochs, batch_size=per, lr=lr, betas=betas, weight_decay=0.05, grad_clip=10.0,
                            warmup_steps=self.warmup_steps if self.warmup_cap is None else
                            min(self.warmup_steps, int(self.warmup_cap * steps)), progress=self.progress,
-                           length_buckets=self.length_buckets, log_every=1 if runtime.dry_run() else 10,
-                           processes=self.processes,
-                           eval_every=1 if runtime.dry_run() else None)  # a dry run: its few steps in the curves
+                           length_buckets=self.length_buckets, log_every=10, processes=self.processes)
 
     def pretrain_config(self, n: int) -> TrainConfig:
         return self._train(self.pretrain_epochs, self.pretrain_batch, self.pretrain_lr, (0.9, 0.95), n)

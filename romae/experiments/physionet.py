@@ -94,8 +94,7 @@ class RunConfig:
     def train_config(self) -> TrainConfig:
         return TrainConfig(epochs=self.epochs, batch_size=self.batch_size, lr=self.lr, warmup_steps=self.warmup_steps,
                            weight_decay=self.weight_decay, grad_clip=self.grad_clip, seed=self.seed,
-                           progress=self.progress, length_buckets=self.length_buckets,
-                           log_every=1 if runtime.dry_run() else 25)  # a dry run: its few steps in the curves
+                           progress=self.progress, length_buckets=self.length_buckets, log_every=25)
 
     def model_config(self) -> RoMAEConfig:
         return RoMAEConfig(token_dim=1, n_axes=2, encoder=size(self.encoder), decoder=size(self.decoder),

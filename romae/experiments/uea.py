@@ -130,15 +130,14 @@ class UEARun:
         batch = min(self.pretrain_batch, n_train)
         return TrainConfig(epochs=self._epochs(self.pretrain_epochs, n_train, batch, self.pretrain_cap), batch_size=batch,
                            lr=self.pretrain_lr, betas=(0.9, 0.95), weight_decay=0.05, warmup_fraction=0.1,
-                           grad_clip=1.0, progress=self.progress,
-                           log_every=1 if runtime.dry_run() else 10)  # a dry run: its few steps in the curves
+                           grad_clip=1.0, progress=self.progress, log_every=10)
 
     def finetune_config(self, name: str, n_train: int) -> TrainConfig:
         ft = self.finetune(name)
         batch = min(ft.batch_size, n_train)
         return TrainConfig(epochs=self._epochs(ft.epochs, n_train, batch, self.finetune_cap), batch_size=batch,
                            lr=ft.lr, optimizer="sgd", momentum=0.9, weight_decay=0.0, warmup_fraction=0.1,
-                           grad_clip=ft.clip, progress=self.progress, log_every=1 if runtime.dry_run() else 5)
+                           grad_clip=ft.clip, progress=self.progress, log_every=5)
 
 
 PROFILES = {
