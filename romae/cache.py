@@ -6,9 +6,12 @@ restyle a figure does not retrain. Entries live under <repo>/.cache/romae/ (git-
 An entry is <name>-<config hash>-<code hash>.pt (torch.save of the result) + a .json twin
 {"config", "code", "sha256"}.
 
-Code version: the key includes `code_version()`, a hash of the package's own source, so an edit to any
-module that can change a result recomputes instead of reusing a stale one. Code outside the package (a
-notebook cell) is not covered: put what matters in the config, or pass `code=` (also for a narrower hash).
+Code version: the key includes a hash of the package modules that produced the result (`producers`): the
+romae modules on the call stack of `cached` and the module of `compute`, with every romae module they import,
+directly or not, anywhere in their source (`module_closure`, read from the source, not from what happens to be
+imported). So an edit to a module that can change the result recomputes instead of reusing a stale one, and an
+edit elsewhere (the audio code, for a pendulum model) does not. Code outside the package (a notebook cell) is
+not covered: put what matters in the config, or pass `code=` (also for a narrower hash).
 
 Integrity: the twin records the sha256 of the .pt bytes, verified before unpickling. A missing twin, one
 without a hash (older format), a mismatch or a load error is reported by `warnings.warn` naming the file,
@@ -18,12 +21,14 @@ into place, under a lock, in the order given in `_publish`.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import functools
 import hashlib
 import io
 import json
 import os
+import sys
 import tempfile
 import warnings
 from contextlib import contextmanager
@@ -41,6 +46,7 @@ except ImportError:  # no advisory locks (Windows): a lost race then shows as a 
     fcntl = None
 
 CACHE = Path(__file__).resolve().parents[1] / ".cache" / "romae"
+PACKAGE = Path(__file__).resolve().parent
 
 # Modules left out of the code version because they cannot change a cached result: report.py and
 # reproduce.py only write reports from results already computed, and cache.py stores results without
@@ -110,17 +116,88 @@ def config_hash(config: Any) -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def code_version(root: str | Path | None = None) -> str:
+def code_version(root: str | Path | None = None, modules: tuple[str, ...] | None = None) -> str:
     """sha256 over the sorted relative paths and bytes of <root>/**/*.py (root: this package), minus
-    NOT_RESULTS at its top level. Computed once per process and root (`code_version.cache_clear()`)."""
-    root = Path(root) if root is not None else Path(__file__).resolve().parent
+    NOT_RESULTS at its top level; `modules`: only these files (paths relative to root, e.g. 'model.py',
+    'experiments/pendulum.py'). Computed once per process, root and modules (`code_version.cache_clear()`)."""
+    root = Path(root) if root is not None else PACKAGE
+    files = (sorted(p.relative_to(root).as_posix() for p in root.rglob("*.py")) if modules is None
+             else sorted(set(modules)))
     h = hashlib.sha256()
-    for rel in sorted(p.relative_to(root).as_posix() for p in root.rglob("*.py")):
+    for rel in files:
         if rel in NOT_RESULTS or "__pycache__" in rel.split("/"):
             continue
         data = (root / rel).read_bytes()
         h.update(b"%s\0%d\0" % (rel.encode(), len(data)) + data)
     return h.hexdigest()
+
+
+def _module_file(name: str, root: Path) -> str | None:
+    """'romae.experiments.pendulum' -> 'experiments/pendulum.py' (or '<pkg>/__init__.py'), None if not ours."""
+    parts = name.split(".")
+    if parts[0] != root.name:
+        return None
+    rel = Path(*parts[1:]) if len(parts) > 1 else Path()
+    if (root / rel).with_suffix(".py").is_file() and len(parts) > 1:
+        return rel.with_suffix(".py").as_posix()
+    if (root / rel / "__init__.py").is_file():
+        return (rel / "__init__.py").as_posix()
+    return None
+
+
+def _imports(rel: str, root: Path) -> set[str]:
+    """The package modules one file imports anywhere in its source (top level or inside functions):
+    `import pkg.a.b` -> a/b.py; `from .a import b` -> a/b.py if b is a module, else a.py (or a/__init__.py)
+    where the name b is defined."""
+    parts = [root.name, *Path(rel).with_suffix("").parts]
+    package = parts[:-1]  # the package a relative import starts from (an __init__'s own package too)
+    out: set[str] = set()
+    for node in ast.walk(ast.parse((root / rel).read_text(), filename=rel)):
+        if isinstance(node, ast.Import):
+            out.update(f for f in (_module_file(a.name, root) for a in node.names) if f)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[:len(package) - (node.level - 1)] + ([node.module] if node.module else [])
+                base = ".".join(base)
+            else:
+                base = node.module or ""
+            for a in node.names:
+                f = _module_file(f"{base}.{a.name}", root) or _module_file(base, root)
+                if f:
+                    out.add(f)
+    out.discard(rel)
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def module_closure(files: tuple[str, ...], root: str | Path | None = None) -> tuple[str, ...]:
+    """`files` (paths relative to the package root) with every package module they import, transitively,
+    read from their source. The package's __init__ counts only when a name is imported from it."""
+    root = Path(root) if root is not None else PACKAGE
+    seen: set[str] = set()
+    todo = [f for f in files if (root / f).is_file()]
+    while todo:
+        rel = todo.pop()
+        if rel in seen:
+            continue
+        seen.add(rel)
+        todo.extend(_imports(rel, root) - seen)
+    return tuple(sorted(seen))
+
+
+def producers(compute: Callable | None = None, depth: int = 2, extra: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The package modules that produce a result: those on the call stack above `depth` frames (the caller of
+    `cached` and its callers: an experiment, the training loop), the module of `compute` and the `extra`
+    module names (e.g. a model class's), with their imports (`module_closure`)."""
+    names = set(extra)
+    frame = sys._getframe(depth)
+    while frame is not None:
+        names.add(frame.f_globals.get("__name__", ""))
+        frame = frame.f_back
+    if compute is not None:
+        names.add(getattr(compute, "__module__", "") or "")
+    files = {f for f in (_module_file(n, PACKAGE) for n in names if n) if f is not None}
+    return module_closure(tuple(sorted(files)))
 
 
 @contextmanager
@@ -188,17 +265,20 @@ def _publish(path: Path, twin: Path, data: bytes, meta: dict) -> None:
 
 
 def cached(name: str, config: Any, compute: Callable[[], Any], cache_dir: str | Path | None = None,
-           refresh: bool = False, *, code: str | None = None) -> Any:
+           refresh: bool = False, *, code: str | None = None, modules: tuple[str, ...] | None = None) -> Any:
     """Return compute()'s result for `config` and the code that produced it, computing it only if no
     verified entry exists (or `refresh`).
 
     The result (anything torch.save can store: dicts, tensors, lists, numbers) is stored beside its
-    config, code version and sha256. `code`: the code version to key on (default `code_version()`).
+    config, code version and sha256. `code`: the code version to key on (default: the hash of the modules
+    that produce it, `producers`; the twin lists them). `modules`: with `code`, the modules it hashes (listed).
     """
     if runtime.dry_run():  # a dry run's few steps are never read from nor written to the cache
         return compute()
     folder = Path(cache_dir) if cache_dir else CACHE
-    code = code_version() if code is None else code
+    if code is None:
+        modules = producers(compute)
+        code = code_version(modules=modules)
     key = f"{name}-{config_hash(config)}-{hashlib.sha256(code.encode()).hexdigest()[:8]}"
     path, twin = folder / f"{key}.pt", folder / f"{key}.json"
     if not refresh and path.exists():
@@ -212,5 +292,7 @@ def cached(name: str, config: Any, compute: Callable[[], Any], cache_dir: str | 
     data = buf.getvalue()
     folder.mkdir(parents=True, exist_ok=True)
     meta = {"config": json.loads(key_json(config)), "code": code, "sha256": hashlib.sha256(data).hexdigest()}
+    if modules is not None:
+        meta["modules"] = list(modules)
     _publish(path, twin, data, meta)
     return result

@@ -305,6 +305,11 @@ def run_notebook(source: Path, profile: str, reports: Path, timeout: float | Non
     out.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     status, error, where = "ok", "", ""
+    manifest = stage / "modules.json"
+    # the kernel lists the package modules it ran (report._note_modules); progress bars stay out of the
+    # executed copy (tqdm reads TQDM_DISABLE): they are for people watching, and made pages megabytes long
+    saved = {k: os.environ.get(k) for k in (report.MANIFEST, "TQDM_DISABLE")}
+    os.environ.update({report.MANIFEST: str(manifest), "TQDM_DISABLE": "1"})
     try:
         papermill.execute_notebook(str(source), str(out), parameters=dict(overrides, profile=profile,
                                    reports_dir=str(stage)), kernel_name="python3", cwd=str(ROOT),
@@ -319,10 +324,18 @@ def run_notebook(source: Path, profile: str, reports: Path, timeout: float | Non
         status, error = "failed", _first_line(e)
         if getattr(e, "ename", "") == "DataMissing" and not dry:  # data the needs check did not foresee: a skip
             status, error, row["note"] = "skipped", "", str(getattr(e, "evalue", e))
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
     if _INTERRUPTED:  # an interrupt whose exception was swallowed: not a finished run
         shutil.rmtree(stage, ignore_errors=True)
         raise KeyboardInterrupt(f"signal {_INTERRUPTED[-1]}")
     seconds = time.perf_counter() - start
+    if status == "ok":  # which code made these artefacts: the freshness check reads it (report.freshness)
+        write_provenance(stage, source, profile, manifest, row["commit"])
     variant = variant_slug(source.stem, profile, overrides) if overrides else ""
     try:
         if out.exists() and status != "skipped":
@@ -338,6 +351,20 @@ def run_notebook(source: Path, profile: str, reports: Path, timeout: float | Non
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     return dict(row, seconds=round(seconds, 1), status=status, error=error, where=str(where))
+
+
+def write_provenance(stage: Path, source: Path, profile: str, manifest: Path, commit: str) -> Path:
+    """<stage>/provenance/<notebook>.json: the profile, the commit, the hash of the notebook and of every
+    package module its kernel imported (listed by the kernel in `manifest`); published with the artefacts."""
+    modules = json.loads(manifest.read_text()) if manifest.exists() else {}
+    manifest.unlink(missing_ok=True)
+    rel = source.resolve().relative_to(ROOT).as_posix() if source.resolve().is_relative_to(ROOT) else str(source)
+    record = dict(notebook=source.stem, profile=profile, commit=commit, modules=modules,
+                  notebook_file={rel: report.file_hash(source)})
+    path = stage / "provenance" / f"{source.stem}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=1) + "\n")
+    return path
 
 
 def append_run(row: dict, reports: Path) -> None:
@@ -448,14 +475,16 @@ def status_class(state: str) -> str:
     if any(w in text for w in ("worse", "does not hold", "differs", "failed", "interrupted")):
         return "bad"
     if any(w in text for w in ("matches", "better", "claim holds", "within tolerance", "figure made", "ok")):
-        return "mixed" if "not run" in text else "good"
+        return "mixed" if any(w in text for w in ("not run", "not tested", "not comparable")) else "good"
     return "not-run" if "not run" in text or "not made" in text else "neutral"
 
 
-STYLE = """body{font-family:system-ui,sans-serif;max-width:80em;margin:2em auto;padding:0 1em}
-table{border-collapse:collapse;font-size:90%}td,th{border:1px solid #ccc;padding:.2em .5em}
-th{background:#eee}tr.good td{background:#e6f4e6}tr.mixed td{background:#f4f4dc}
-tr.bad td{background:#f8e0e0}tr.not-run td{color:#888}td{vertical-align:top}"""
+STYLE = """body{font-family:system-ui,sans-serif;max-width:110em;margin:2em auto;padding:0 1em}
+table{border-collapse:collapse;font-size:85%;width:100%;table-layout:auto}
+td,th{border:1px solid #ccc;padding:.2em .4em;vertical-align:top;overflow-wrap:anywhere}
+td{max-width:28em}table.summary td:last-child,table.artefacts td:nth-last-child(2){min-width:18em}
+th{background:#eee;position:sticky;top:0}tr.good td{background:#e6f4e6}tr.mixed td{background:#f4f4dc}
+tr.bad td{background:#f8e0e0}tr.not-run td{color:#888}"""
 
 
 def build_index(reports: Path) -> Path:
@@ -499,7 +528,12 @@ def build_index(reports: Path) -> Path:
 <h2>Paper artefacts</h2>
 <p>One row per table and figure of the paper: the statuses of its rows at their best profile (green: all
 at or better than the paper, or the claim holds; red: some worse, or a claim that does not hold; grey:
-not run yet). <em>(reduced)</em> and <em>(stand-in)</em> mark runs not at the paper's scale or data.</p>
+not run yet). The qualifiers in brackets come from each row's scale fields (steps, seeds, data, resolution,
+device, positions: the <code>scale</code> column, ours / the paper's): <em>reduced</em> (not at the paper's
+scale), <em>stand-in</em> (not the paper's data), <em>other device</em> (a speed not comparable),
+<em>positions rescaled</em>. <em>code</em>: <strong>current</strong> when every file the run imported (its
+notebook and the <code>romae</code> modules, recorded by hash in <code>provenance/</code>) is unchanged
+since, else <strong>stale</strong>, naming the files changed.</p>
 {_html_table(report.artefact_view(summary, reports), "artefacts")}
 <h2>Every row</h2>
 {_html_table(summary, "summary")}

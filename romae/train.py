@@ -981,7 +981,7 @@ def fit_cached(name: str, model_cls, model_cfg, data, cfg: TrainConfig, key: dic
     `pretrained`: encoder weights loaded with `model.load_encoder` before training (the key must name
     them, e.g. by the pre-training's cache key). Other keywords (val_data, metrics) go to `fit`.
     """
-    from .cache import cached, code_version, config_hash  # the cache module is independent of training
+    from .cache import cached, code_version, config_hash, producers  # independent of training
 
     rt = runtime.current()
     # micro_batch is how the batch goes through memory, not what is learnt (equal up to rounding): a run
@@ -994,7 +994,11 @@ def fit_cached(name: str, model_cls, model_cfg, data, cfg: TrainConfig, key: dic
         key["precision"] = rt.precision  # a named deviation: another result
     # the code version too: a checkpoint folder of other code must not be resumed (a finished one would be
     # returned as it is, and cached under the new code's key)
-    run_id = f"{name}-{config_hash(dict(key, code=code_version()))}"
+    # the modules that produce this result: the callers (an experiment), this loop, the model's module, and
+    # what they import; an edit elsewhere in the package keeps the key
+    modules = producers(depth=1, extra=(model_cls.__module__,))
+    code = code_version(modules=modules)
+    run_id = f"{name}-{config_hash(dict(key, code=code))}"
     out_dir = Path(__file__).resolve().parents[1] / "runs" / run_id if checkpoints and not rt.dry_run else None
 
     def compute():
@@ -1009,7 +1013,8 @@ def fit_cached(name: str, model_cls, model_cfg, data, cfg: TrainConfig, key: dic
                     history=res.history, steps=res.steps, seconds=training_seconds(res.history, time.perf_counter() - t0))
 
     # run_id names this result: a later stage that starts from it (fine-tuning) puts it in its own key
-    return {**cached(name, key, compute, cache_dir=cache_dir, refresh=refresh), "run_id": run_id}
+    return {**cached(name, key, compute, cache_dir=cache_dir, refresh=refresh, code=code, modules=modules),
+            "run_id": run_id}
 
 
 def compile_model(model: torch.nn.Module) -> torch.nn.Module:

@@ -120,15 +120,60 @@ def test_code_is_part_of_the_key(tmp_path):
     assert len(list(tmp_path.glob("*.pt"))) == 2
 
 
-def test_default_code_is_the_package_code_version(tmp_path, monkeypatch):
+def test_default_code_is_the_version_of_the_producing_modules(tmp_path, monkeypatch):
     compute = Compute()
     cached("t", CONFIG, compute, cache_dir=tmp_path)
-    assert json.loads(entry(tmp_path)[1].read_text())["code"] == code_version()
+    meta = json.loads(entry(tmp_path)[1].read_text())
+    # called from this test (not a package module): the producers are the module of compute and their imports
+    assert meta["code"] == code_version(modules=tuple(meta["modules"]))
     cached("t", CONFIG, compute, cache_dir=tmp_path)
     assert compute.calls == 1
-    monkeypatch.setattr(C, "code_version", lambda: "edited")  # as if a training module had changed
+    monkeypatch.setattr(C, "code_version", lambda **kw: "edited")  # as if a producing module had changed
     cached("t", CONFIG, compute, cache_dir=tmp_path)
     assert compute.calls == 2
+
+
+def _copy(tmp_path, name, edit=None):
+    root = tmp_path / name / "romae"
+    shutil.copytree(PACKAGE, root, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    if edit:
+        with open(root / edit, "a") as f:
+            f.write("\n# edited\n")
+    return root
+
+
+def test_cache_key_follows_the_modules_that_produce_the_result(tmp_path):
+    """Editing the audio code does not retrain Pendulum; editing the model retrains both."""
+    def version(root, experiment):
+        return code_version(root, C.module_closure((experiment,), root))
+
+    base = _copy(tmp_path, "base")
+    pendulum, esc50 = version(base, "experiments/pendulum.py"), version(base, "experiments/esc50.py")
+    audio = _copy(tmp_path, "audio", "audio.py")
+    assert version(audio, "experiments/pendulum.py") == pendulum
+    assert version(audio, "experiments/esc50.py") != esc50
+    model = _copy(tmp_path, "model", "model.py")
+    assert version(model, "experiments/pendulum.py") != pendulum
+    assert version(model, "experiments/esc50.py") != esc50
+    closure = C.module_closure(("experiments/pendulum.py",), base)
+    assert {"train.py", "model.py", "rope.py", "data/pendulum.py"} <= set(closure) and "audio.py" not in closure
+
+
+def test_producers_are_read_from_the_call_stack():
+    """An experiment's cached call keys on that experiment's closure (its frames are on the stack)."""
+    from romae.experiments import pendulum
+
+    seen = {}
+
+    def fake_cached(*args, **kwargs):
+        seen["modules"] = C.producers(depth=2)
+        return {}
+
+    ns = {"__name__": pendulum.__name__, "cached": fake_cached}
+    exec("def call():\n    return cached()\n", ns)  # a frame whose module is romae.experiments.pendulum
+    ns["call"]()
+    assert "experiments/pendulum.py" in seen["modules"] and "data/pendulum.py" in seen["modules"]
+    assert "audio.py" not in seen["modules"]
 
 
 def test_code_version_follows_result_producing_sources(tmp_path):

@@ -1,10 +1,16 @@
-"""Reports: result rows, the paper join and the status rules."""
+"""Reports: result rows, the paper join, the status rules, qualifiers from facts, claims that can fail,
+training flags, paired differences, freshness."""
+
+import json
 
 import pandas as pd
 import pytest
 
+from romae import report
 from romae.reference import paper_value, paper_values
-from romae.report import build_summary, record, save_table, status
+from romae.report import build_summary, record, save_table, scale, status
+
+FULL_T9 = scale(device=("NVIDIA GTX 1650 Ti", "NVIDIA GTX 1650 Ti"), data=(64, 64))  # the paper's own setting
 
 
 def test_status_rules():
@@ -14,25 +20,28 @@ def test_status_rules():
     assert status(0.87, 0.99, "min", 0.02) == "matches"  # legacy rule: faster than the paper is fine
     assert status(0.98, 0.965, "min", 0.02) == "within tolerance"
     assert status(0.98, 0.90, "min", 0.02) == "differs"
+    assert status(3.41, 2.0, "abs", 0.5, "lower", who="S5") == "better than S5"
     with pytest.raises(ValueError, match="unknown comparison rule"):
         status(1, 1, "close", 0.1)
 
 
 def test_record_replaces_same_key_and_summary_joins_paper(tmp_path):
-    record("table9_compute", "continuous", "relative_speed", 0.5, profile="smoke", reports_dir=tmp_path)
-    record("table9_compute", "continuous", "relative_speed", 0.99, profile="smoke", reports_dir=tmp_path)
-    record("table9_compute", "continuous", "relative_speed", 0.95, profile="quick", reports_dir=tmp_path)
+    record("table9_compute", "continuous", "relative_speed", 0.5, profile="smoke", scale=FULL_T9, reports_dir=tmp_path)
+    record("table9_compute", "continuous", "relative_speed", 0.99, profile="smoke", scale=FULL_T9, reports_dir=tmp_path)
+    record("table9_compute", "continuous", "relative_speed", 0.95, profile="paper", scale=FULL_T9, reports_dir=tmp_path)
     results = pd.read_csv(tmp_path / "results.csv")
     assert len(results) == 2 and set(results.ours) == {0.99, 0.95}
     summary = build_summary(tmp_path)
     rows = summary[(summary.experiment == "table9_compute") & (summary.setting == "continuous")]
-    assert rows.profile.tolist() == ["quick", "smoke"]  # best available first
-    assert rows.status.tolist() == ["better than the paper", "better than the paper"]  # 0.99, 0.95 vs 0.87
+    assert rows.profile.tolist() == ["paper", "smoke"]  # best available first
+    # same device and batch as the paper: compared; the smoke row equals the paper's scale field by field
+    assert rows.status.tolist() == ["better than the paper", "better than the paper"]  # 0.95, 0.99 vs 0.87
     assert (summary[summary.setting == "small"].status == "not run").all()
     # a row of a paper experiment and metric without a paper value (a control) is listed, unjudged;
     # a metric the paper does not report for that experiment is not
-    record("table6_uea", "BasicMotions, from scratch", "accuracy", 0.9, profile="quick", reports_dir=tmp_path)
-    record("table6_uea", "BasicMotions", "seconds", 12.0, profile="quick", reports_dir=tmp_path)
+    record("table6_uea", "BasicMotions, from scratch", "accuracy", 0.9, profile="quick", reports_dir=tmp_path,
+           scale=scale(epochs=(50, 50)))
+    record("table6_uea", "BasicMotions", "seconds", 12.0, profile="quick", scale={}, reports_dir=tmp_path)
     summary = build_summary(tmp_path)
     extra = summary[summary.setting == "BasicMotions, from scratch"]
     assert extra.status.tolist() == ["no paper value"] and extra.paper.isna().all() and extra.ours.tolist() == [0.9]
@@ -40,9 +49,139 @@ def test_record_replaces_same_key_and_summary_joins_paper(tmp_path):
     every = (tmp_path / "SUMMARY.md").read_text().split("## Every row", 1)[1]
     assert every.count("\n| ") == len(summary) + 1  # + header
     with pytest.raises(ValueError, match="unknown profile"):
-        record("x", "y", "z", 1.0, profile="fast", reports_dir=tmp_path)
+        record("x", "y", "z", 1.0, profile="fast", scale={}, reports_dir=tmp_path)
     with pytest.raises(ValueError, match="not finite"):
-        record("x", "y", "z", float("nan"), profile="smoke", reports_dir=tmp_path)
+        record("x", "y", "z", float("nan"), profile="smoke", scale={}, reports_dir=tmp_path)
+    with pytest.raises(ValueError, match="scale must be"):
+        record("x", "y", "z", 1.0, profile="smoke", scale="reduced", reports_dir=tmp_path)
+
+
+def test_scale_is_validated():
+    with pytest.raises(ValueError, match="unknown scale field 'epoch'"):
+        scale(epoch=(1, 2))
+    with pytest.raises(ValueError, match="must be a pair"):
+        scale(steps=5)
+    with pytest.raises(ValueError, match="not a number"):
+        scale(steps=([5], 10))
+    with pytest.raises(ValueError, match="our value is None"):
+        scale(steps=(None, 10))
+    assert scale(steps=(10.0, None)) == {"steps": [10, None]}
+
+
+@pytest.mark.parametrize("fields, profile, expected", [
+    (dict(steps=(160, 3130), seeds=(1, 5)), "quick", ["reduced"]),
+    (dict(steps=(3130, 3130), seeds=(5, 5)), "quick", []),           # every field equal: not reduced
+    (dict(steps=(3130, None)), "quick", []),                          # the paper does not say: no difference
+    (dict(dataset=("stand-in light curves", "ELAsTiCC"), steps=(10, 10)), "quick", ["stand-in", "reduced"]),
+    (dict(dataset=("stand-in light curves", "ELAsTiCC")), "paper", ["stand-in"]),
+    (dict(positions=("t x 99", "t"), epochs=(8, 8)), "paper", ["positions rescaled"]),
+    (dict(device=("cpu", "NVIDIA GTX 1650 Ti"), data=(8, 64)), "quick", ["other device", "reduced"]),
+    (dict(seeds=(2, 5)), "paper", ["reduced"]),
+    ({}, "quick", []),                                                # a parameter count: no scale at all
+])
+def test_qualifiers_come_from_scale_fields(fields, profile, expected):
+    assert report.qualifiers(json.dumps(scale(**fields)), profile) == expected
+
+
+def test_a_row_without_scale_fields_is_not_taken_for_full_scale():
+    assert report.qualifiers(None, "quick") == ["reduced", "scale not recorded"]
+    assert report.qualifiers(float("nan"), "paper") == ["scale not recorded"]
+
+
+def test_status_does_not_depend_on_note_wording(tmp_path):
+    """The qualifier comes from the scale fields: a note saying 'full paper scale' does not remove 'reduced',
+    a note saying 'stand-in' or 'reduced' does not add it."""
+    fields = scale(seeds=(1, 5), epochs=(10, 10))
+    states = []
+    for note in ("full paper scale", "stand-in, reduced", ""):
+        record("table1_position_reconstruction", "tiny, with [CLS]", "mse", 0.062, profile="quick", scale=fields,
+               note=note, reports_dir=tmp_path)
+        s = build_summary(tmp_path)
+        states.append(s[(s.setting == "tiny, with [CLS]") & (s.profile == "quick")].status.item())
+    assert states == ["matches (reduced)"] * 3
+    record("table1_position_reconstruction", "tiny, with [CLS]", "mse", 0.062, profile="quick",
+           scale=scale(seeds=(5, 5), epochs=(10, 10)), note="reduced; stand-in", reports_dir=tmp_path)
+    s = build_summary(tmp_path)
+    assert s[(s.setting == "tiny, with [CLS]") & (s.profile == "quick")].status.item() == "matches"
+
+
+def test_table1_tolerance_is_relative(tmp_path):
+    """0.05 absolute would call 16x the paper's 0.0031 'within tolerance'."""
+    record("table1_position_reconstruction", "base, with [CLS]", "mse", 0.05, profile="paper",
+           scale=scale(seeds=(5, 5)), reports_dir=tmp_path)
+    s = build_summary(tmp_path)
+    assert s[s.setting == "base, with [CLS]"].status.item() == "worse than the paper"
+
+
+def test_cross_device_speed_is_not_comparable(tmp_path):
+    record("table9_compute", "continuous", "relative_speed", 0.98, profile="quick", reports_dir=tmp_path,
+           scale=scale(device=("cpu", "NVIDIA GTX 1650 Ti"), data=(8, 64)))
+    s = build_summary(tmp_path)
+    assert s[s.setting == "continuous"].status.item() == "not comparable (other device, reduced)"
+
+
+def test_claims_need_a_model_that_learned(tmp_path):
+    """Figure 2's claim (edge error / interior > 1) from a model that outputs a constant: not tested."""
+    fields = scale(steps=(160, 3130))
+    constant = report.learned(300.0, 310.0, "the constant mean position")
+    assert not constant["ok"]
+    for metric, value in (("abs_error_lower_edge", 500.0), ("abs_error_upper_edge", 480.0),
+                          ("abs_error_interior_median", 250.0)):
+        record("fig2_position_range", "(0, 1000)", metric, value, profile="quick", scale=fields,
+               learned=constant, reports_dir=tmp_path)
+    s = build_summary(tmp_path)
+    claim = s[(s.setting == "(0, 1000)") & (s.metric == "edge_over_interior")]
+    assert claim.status.item() == "not tested: the model did not learn (reduced)"
+    good = report.learned(2.0, 310.0, "the constant mean position")
+    for metric, value in (("abs_error_lower_edge", 5.0), ("abs_error_upper_edge", 4.8),
+                          ("abs_error_interior_median", 1.0)):
+        record("fig2_position_range", "(0, 1000)", metric, value, profile="quick", scale=fields, learned=good,
+               reports_dir=tmp_path)
+    s = build_summary(tmp_path)
+    claim = s[(s.setting == "(0, 1000)") & (s.metric == "edge_over_interior")]
+    assert claim.status.item() == "claim holds (reduced)" and "learned: error 2" in claim.note.item()
+    # a claim row with no check recorded is not taken as tested either
+    record("fig3_frequency_retention", "1 mode, f >= 9 Hz", "fft_mse_slope_per_hz", 0.5, profile="quick",
+           scale=fields, reports_dir=tmp_path)
+    s = build_summary(tmp_path)
+    assert s[s.experiment == "fig3_frequency_retention"].status.item().startswith("not tested: no trivial")
+    # the authors'-code values are labelled as such
+    interior = s[(s.setting == "(0, 1000)") & (s.metric == "abs_error_interior_median")]
+    assert interior.reference.item() == "the authors' code"
+    with pytest.raises(ValueError, match="factor"):
+        report.learned(1.0, 2.0, "zero", factor=2)
+
+
+def test_loss_flags():
+    smooth = [10 / (i + 1) + 0.1 for i in range(100)]
+    assert report.loss_flags(smooth) == ""
+    spiky = list(smooth)
+    spiky[60] = 500.0
+    assert report.loss_flags(spiky).startswith("loss spikes: 1 of 100")
+    rising = [0.1 * (i + 1) for i in range(50)]
+    assert report.loss_flags(rising).startswith("diverged: median loss of the last tenth")
+    assert report.loss_flags([1.0, 2.0, float("nan")]).startswith("diverged: non-finite")
+    assert report.loss_flags([]) == ""
+
+
+def test_flagged_training_is_said_in_the_note(tmp_path):
+    spiky = [1.0] * 30 + [1e6] + [1.0] * 10
+    row = record("table4_elasticc", "RoMAE-tiny-shallow", "macro_f1", 0.5, profile="quick", scale={},
+                 losses=[spiky, [1.0] * 30], reports_dir=tmp_path)
+    assert row["note"].startswith("TRAINING FLAG: loss spikes")
+
+
+def test_difference_verdicts():
+    d = report.difference([0.60, 0.62, 0.61], [0.50, 0.51, 0.52], margin=0.02, names=("pre-trained", "scratch"))
+    assert d["verdict"] == "resolved: pre-trained > scratch" and d["n"] == 3
+    assert report.difference([0.5, 0.51, 0.5], [0.5, 0.5, 0.51], margin=0.05)["verdict"] == "equal within +-0.05"
+    assert report.difference([0.5, 0.7, 0.4], [0.6, 0.4, 0.6], margin=0.01)["verdict"] == "not resolved at this scale"
+    assert report.difference([0.5], [0.4], margin=0.01)["verdict"].endswith("(1 seed)")
+    assert "2 se, 3 seeds" in report.difference_text(d)
+    with pytest.raises(ValueError, match="one value per seed"):
+        report.difference([1, 2], [1], margin=0.1)
+    with pytest.raises(ValueError, match="margin"):
+        report.difference([1, 2], [1, 2], margin=0)
 
 
 def test_save_table_writes_csv_and_markdown(tmp_path):
@@ -56,4 +195,5 @@ def test_paper_values_have_rules():
     assert all(r["rule"] in ("rel", "abs", "min", "gt") for r in rows)
     assert all(r["tolerance"] > 0 for r in rows if r["rule"] != "gt")
     assert all(r["better"] in ("", "higher", "lower") for r in rows)
+    assert all(r["reference"] for r in rows)
     assert paper_value("table1_position_reconstruction", "tiny, no [CLS]", "mse") == 200.33

@@ -44,7 +44,8 @@ def write_notebooks(folder: Path) -> dict:
         params,
         new_code_cell("from romae import report\n"
                       f"report.record({row['experiment']!r}, {row['setting']!r}, {row['metric']!r}, "
-                      f"{row['paper']!r}, profile=profile, reports_dir=reports_dir, note='runner test');"),
+                      f"{row['paper']!r}, profile=profile, scale={{}}, reports_dir=reports_dir, note='runner test');"),
+        new_code_cell("from tqdm.auto import tqdm\nfor _ in tqdm(range(3), desc='a progress bar'):\n    pass"),
         new_code_cell("import matplotlib.pyplot as plt\nfig, ax = plt.subplots(figsize=(2, 2))\n"
                       "ax.plot([0, 1], [0, 1])\nplt.show()"),
     ])
@@ -108,6 +109,26 @@ def test_executed_copy_keeps_outputs_without_timestamps(run):
     # the source notebook is untouched (never executed in place)
     src = json.loads((run.notebooks / "02_ok.ipynb").read_text())
     assert all(c.get("outputs", []) == [] for c in src["cells"]) and "papermill" not in src["metadata"]
+
+
+def test_run_records_its_code_and_hides_progress_bars(run):
+    """Each published run lists the package modules its kernel imported with their hashes, and its
+    notebook's; freshness is 'current' until one of them changes. No progress bar lands in the copy."""
+    from romae import report
+
+    prov = json.loads((run.reports / "provenance" / "02_ok.json").read_text())
+    assert prov["profile"] == "smoke" and "romae/report.py" in prov["modules"]
+    assert "romae/audio.py" not in prov["modules"]  # not imported by this notebook
+    assert report.freshness(prov) == ("current", [])
+    assert report.provenance_of("02_ok", "smoke", run.reports) == prov
+    assert report.provenance_of("02_ok", "quick", run.reports) == {}
+    edited = dict(prov, modules=dict(prov["modules"], **{"romae/report.py": "0" * 64}))
+    assert report.freshness(edited) == ("stale", ["romae/report.py"])
+    assert report.freshness({})[0] == "stale"
+    assert not (run.reports / "provenance" / "01_fail.json").exists()  # failed runs publish nothing
+    nb = json.loads((run.reports / "executed" / "02_ok.ipynb").read_text())
+    outputs = json.dumps([c.get("outputs", []) for c in nb["cells"]])
+    assert "progress bar" not in outputs and "3/3" not in outputs
 
 
 def test_summary_contains_the_recorded_row(run):

@@ -1,7 +1,10 @@
-"""The paper's reference numbers, in one machine-readable file with provenance (`paper_values.csv`).
+"""The reference numbers our results are compared with, in one machine-readable file with provenance
+(`paper_values.csv`).
 
-Only the paper's published values live here, labelled as the paper's; code that computes our numbers
-never reads an expected value from this file, it only puts the two side by side.
+Each row's `reference` says whose number it is: "paper" (the paper's published value), "the authors' code"
+(a value found only in the authors' code, e.g. a curve hard-coded in a plotting script) or a peer model
+quoted in the paper's tables (e.g. "S5", where that is the like-for-like comparator of our metric). Code that
+computes our numbers never reads an expected value from this file; it only puts the two side by side.
 """
 
 from __future__ import annotations
@@ -20,14 +23,15 @@ def _num(text: str) -> float | None:
 @lru_cache
 def paper_values() -> tuple[dict, ...]:
     """All rows of paper_values.csv: experiment, setting, metric, paper, paper_std, rule, tolerance, better,
-    source.
+    source, reference (whose value: paper | the authors' code | a peer; default paper).
 
     `rule`, `tolerance` and `better` (higher | lower | empty) state how `romae.report.status` compares
     our number with the paper's and in which direction a difference is an improvement.
     """
     with open(PAPER_VALUES, newline="") as f:
         return tuple({**row, "paper": float(row["paper"]), "paper_std": _num(row["paper_std"]),
-                      "tolerance": float(row["tolerance"]), "better": row.get("better") or ""}
+                      "tolerance": float(row["tolerance"]), "better": row.get("better") or "",
+                      "reference": row.get("reference") or "paper"}
                      for row in csv.DictReader(f))
 
 
