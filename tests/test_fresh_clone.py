@@ -50,7 +50,7 @@ def runs(tmp_path_factory):
     _notebook(nbs, "03_ok.ipynb", base + 'datasets: list = []\nn: int = 1\nflag: bool = False\n',
               ["from romae import report\n"
                f"report.record({ROW['experiment']!r}, {ROW['setting']!r}, {ROW['metric']!r}, {ROW['paper']!r}, "
-               "profile=profile, reports_dir=reports_dir, note=f'runner test {datasets} {n} {flag}')\n"
+               "profile=profile, scale={}, reports_dir=reports_dir, note=f'runner test {datasets} {n} {flag}')\n"
                "print('PARAMS', datasets, n, flag)"])
     # a notebook whose dataset a mirror of the archive serves (file://): --download fetches it, then it runs
     fetched = tmp / "fetched"

@@ -65,3 +65,28 @@ def test_rendered_in_chromium(run, tmp_path):
     assert re.search(r'<script type="math/tex[^"]*"[^>]*>x\^2 \+ \\theta_k</script>', page), "MathJax did not run"
     assert 'class="MathJax"' in page and "STIXMathJax" in page
     assert "$x^2" not in page
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (.ci/run installs it: apt-get install chromium)")
+def test_index_fits_1400_px_with_long_notes(tmp_path):
+    """Every table wraps its cells: a page with a long note and a long unbroken word is no wider than a
+    1400 px window, so every note can be read without scrolling sideways."""
+    from romae import report
+
+    reports = tmp_path / "reports"
+    long_note = "a long note about the run, " * 60 + "unbroken_" * 40
+    report.record("table6_uea", "BasicMotions", "accuracy", 0.9, profile="quick", reports_dir=reports,
+                  scale=report.scale(epochs=(50, 50), seeds=(1, 3)), note=long_note)
+    report.build_summary(reports)
+    index = reproduce.build_index(reports)
+    probe = index.with_name("probe.html")
+    probe.write_text(index.read_text().replace(
+        "</body>", "<script>document.body.setAttribute('data-overflow', "
+                   "String(document.documentElement.scrollWidth - window.innerWidth))</script></body>"))
+    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={tmp_path / 'chromium'}",
+           "--window-size=1400,900", "--virtual-time-budget=2000", "--dump-dom", probe.resolve().as_uri()]
+    dom = subprocess.run(cmd, capture_output=True, text=True, timeout=120).stdout
+    overflow = re.search(r'data-overflow="(-?\d+)"', dom)
+    assert overflow is not None, dom[-2000:]
+    assert int(overflow.group(1)) <= 0, f"the page is {overflow.group(1)} px wider than a 1400 px window"
+    assert "unbroken_unbroken" in dom

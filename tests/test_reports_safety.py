@@ -30,7 +30,7 @@ def _stage(folder: Path, profile: str, value: float, figure: bytes) -> Path:
     report.save_table(pd.DataFrame({"a": [value]}), "table_x", folder)
     (folder / "executed").mkdir()
     (folder / "executed" / "07_x.ipynb").write_text(f"executed {profile}")
-    report.record(ROW["experiment"], ROW["setting"], ROW["metric"], value, profile=profile, reports_dir=folder)
+    report.record(ROW["experiment"], ROW["setting"], ROW["metric"], value, profile=profile, scale={}, reports_dir=folder)
     return folder
 
 
@@ -85,7 +85,7 @@ def _write(folder: Path, name: str, cells: list[str]) -> None:
 FIGURE = ("import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\nfrom romae import report\n"
           "fig, ax = plt.subplots()\nreport.save_figure(fig, 'fig_x', reports_dir or None)\n"
           f"report.record({ROW['experiment']!r}, {ROW['setting']!r}, {ROW['metric']!r}, VALUE, profile=profile, "
-          "reports_dir=reports_dir or None)")
+          "scale={}, reports_dir=reports_dir or None)")
 
 
 def _runner(notebooks: Path, reports: Path, profile: str = "quick", **kw):
@@ -152,8 +152,11 @@ def test_status_says_the_direction_and_keeps_scope_visible():
     assert report.status(200.33, 150.0, "rel", 0.05) == "differs"  # no better direction
     assert report.status(0.0, 1e-5, "gt", 0.0) == "claim holds"
     assert report.status(0.0, -1e-5, "gt", 0.0) == "claim does not hold"
-    assert report.qualified("worse than the paper", "quick: reduced (2 epochs)") == "worse than the paper (reduced)"
-    assert report.qualified("matches", "stand-in, not ELAsTiCC") == "matches (stand-in)"
+    paper = dict(paper=0.233, rule="abs", tolerance=0.014, better="lower", reference="paper")
+    reduced = dict(ours=0.30, profile="quick", scale='{"epochs": [2, 200]}')
+    assert report.row_status(paper, reduced) == "worse than the paper (reduced)"
+    stand_in = dict(ours=0.233, profile="paper", scale='{"dataset": ["stand-in light curves", "ELAsTiCC"]}')
+    assert report.row_status(paper, stand_in) == "matches (stand-in)"
     with pytest.raises(ValueError, match="better must be"):
         report.status(1, 2, "abs", 0.1, "up")
 
@@ -176,7 +179,8 @@ def test_every_paper_artefact_has_a_row(tmp_path):
 
 def test_derived_check_of_figure_2(tmp_path):
     for metric, v in (("abs_error_interior_median", 0.5), ("abs_error_lower_edge", 2.0), ("abs_error_upper_edge", 4.0)):
-        report.record("fig2_position_range", "(0, 100)", metric, v, profile="quick", reports_dir=tmp_path)
+        report.record("fig2_position_range", "(0, 100)", metric, v, profile="quick", scale={}, reports_dir=tmp_path,
+                      learned=report.learned(0.6, 25.0, "the constant mean position"))
     summary = report.build_summary(tmp_path)
     row = summary[(summary.setting == "(0, 100)") & (summary.metric == "edge_over_interior")]
     assert row.ours.tolist() == [8.0] and row.status.tolist() == ["claim holds"]

@@ -76,7 +76,7 @@ def test_dry_run_caps_steps_and_batches_and_skips_the_cache(env, tmp_path):
     assert res["steps"] == 2 and not list(tmp_path.iterdir())  # two steps, nothing cached
     assert runtime.dry_batch(16, None, "cpu") == (2 * runtime.DRY_MICRO_CPU, runtime.DRY_MICRO_CPU)
     assert runtime.dry_batch(4096, 512, "cuda") == (1024, 512)
-    row = report.record("x", "s", "m", 1.0, profile="paper", reports_dir=tmp_path, note="mine")
+    row = report.record("x", "s", "m", 1.0, profile="paper", scale={}, reports_dir=tmp_path, note="mine")
     assert row["note"].startswith("DRY RUN: 2 optimiser steps") and row["note"].endswith("; mine")
     assert "torch " + torch.__version__ in row["device"] and "1 process" in row["device"]
 
@@ -89,7 +89,7 @@ def test_precision_is_a_named_deviation_with_its_own_cache_key(env, tmp_path):
     res = fit_cached("toy", lambda _: Toy(), cfg_obj, data(), cfg, {"d": 1}, seed=0, cache_dir=tmp_path)
     assert len(list(tmp_path.glob("*.pt"))) == 2 and res["steps"] == 5  # not the fp32 result
     assert "precision tf32: a deviation" in report.record("x", "s", "m", 1.0, profile="quick",
-                                                           reports_dir=tmp_path)["note"]
+                                                           scale={}, reports_dir=tmp_path)["note"]
     assert not torch.backends.cuda.matmul.allow_tf32  # restored after the fit
     env.setenv("ROMAE_PRECISION", "bf16")
     assert fit(Toy(), data(), cfg, device="cpu").steps == 5  # bf16 autocast from the runtime
