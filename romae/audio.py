@@ -7,9 +7,15 @@ torchaudio does not load with this torch, so `fbank` re-implements Kaldi's algor
 waveforms at once (tested against `kaldi-native-fbank`):
 
     frames of 25 ms every 10 ms (snip_edges: 1 + (n - 400) // 160 frames at 16 kHz)
-    -> remove each frame's mean -> pre-emphasis 0.97 -> window -> zero-pad to 512 -> |rfft|^2
+    -> remove each frame's mean -> pre-emphasis 0.97 -> window (SSAST's Hann) -> zero-pad to 512 -> |rfft|^2
     -> triangular Mel filters on Kaldi's mel scale 1127 ln(1 + f / 700), 20 Hz .. Nyquist
     -> log(max(energy, float32 eps))
+
+The window: SSAST passes window_type="hanning", which in Kaldi (feature-window.cc), torchaudio's
+`compliance.kaldi` and kaldi-native-fbank is the symmetric Hann window 0.5 - 0.5 cos(2 pi i / (N - 1)),
+i = 0 .. N-1, over the N = 400 samples of a frame (`torch.hann_window(N, periodic=False)`). It is not Kaldi's
+default: Kaldi's, torchaudio's and kaldi-native-fbank's default window_type is "povey", that Hann window raised
+to the power 0.85. `fbank` defaults to "hanning", as SSAST; "povey" is offered and tested too.
 
 Note: with 128 filters at 16 kHz the fourth filter (index 3) covers no FFT bin, so it is log(eps) for
 every frame, in SSAST's features as here; Kaldi and kaldi-native-fbank refuse that configuration.
@@ -57,6 +63,7 @@ def mel_banks(num_bins: int, n_fft: int, sample_rate: float, low_freq: float = 2
 
 
 def _window(kind: str, n: int) -> Tensor:
+    """Kaldi's windows over a frame of n samples (feature-window.cc): symmetric, cosines of 2 pi i / (n - 1)."""
     i = torch.arange(n, dtype=torch.float64)
     hann = 0.5 - 0.5 * torch.cos(2 * math.pi * i / (n - 1))
     if kind == "hanning":
@@ -83,8 +90,9 @@ def fbank(waveform, sample_rate: int = 16000, num_mel_bins: int = 128, frame_len
           subtract_mean: bool = True) -> Tensor:
     """Kaldi-compatible log-Mel filterbank of waveforms [..., n] -> [..., frames, num_mel_bins] (float32).
 
-    Defaults are SSAST's (hanning window, 128 bins, no dither, no energy); `subtract_mean` removes each
-    waveform's mean first, as SSAST does before calling Kaldi. Computed in float64.
+    Defaults are SSAST's (window "hanning" = the symmetric Hann window, not Kaldi's default "povey"; 128 bins,
+    no dither, no energy); `subtract_mean` removes each waveform's mean first, as SSAST does before calling Kaldi.
+    window: hanning | povey | hamming | rectangular (Kaldi's names). Computed in float64.
     """
     x = torch.as_tensor(waveform)
     if x.is_complex() or not (x.is_floating_point() or x.dtype in (torch.int16, torch.int32)):

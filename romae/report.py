@@ -250,13 +250,16 @@ def learned_text(cell) -> str:
 
 # --- training flags: a loss that spikes or diverges is said in the row -------------------------------------
 SPIKE_FACTOR = 10.0  # a logged loss above 10x the median of all losses logged before it is a spike
+ERRATIC_STEP = 0.3  # a curve whose typical step between logged losses is a factor 10**0.3 = 2 is erratic
 
 
-def loss_flags(losses, spike: float = SPIKE_FACTOR) -> str:
+def loss_flags(losses, spike: float = SPIKE_FACTOR, erratic: float = ERRATIC_STEP) -> str:
     """'' for a well-behaved training curve; else what is wrong, for the row's note and for the notebook to
     refrain from conclusions: 'diverged' (a non-finite loss, or the last tenth's median above the first
-    tenth's), 'loss spikes' (after the first tenth, a loss above `spike` x the median of all before it).
-    `losses`: the logged training losses in order (at least 10 for the spike rule)."""
+    tenth's), 'loss spikes' (after the first tenth, a loss above `spike` x the median of all before it),
+    'erratic' (positive losses whose median |log10 step| between consecutive logged values after the first
+    tenth exceeds `erratic`: jumping up and down by 2x and more with no trend; a smooth curve with 5 % noise
+    scores about 0.02). `losses`: the logged training losses in order (at least 10 for these rules)."""
     import numpy as np
 
     x = np.asarray(list(losses), dtype=float).reshape(-1)
@@ -276,6 +279,11 @@ def loss_flags(losses, spike: float = SPIKE_FACTOR) -> str:
         if n:
             flags.append(f"loss spikes: {n} of {x.size} logged losses above {spike:g}x the median before them "
                          f"(largest {ratio.max():.3g}x)")
+        if (x > 0).all():
+            step = float(np.median(np.abs(np.diff(np.log10(x[tenth:])))))
+            if step > erratic:
+                flags.append(f"erratic: the median step between logged losses is a factor {10 ** step:.3g} "
+                             f"(more than {10 ** erratic:.2g})")
     return "; ".join(flags)
 
 
@@ -560,9 +568,50 @@ def difference(a, b, margin: float, names: tuple[str, str] = ("A", "B"), z: floa
     return dict(diff=diff, se=se, n=int(d.size), margin=float(margin), verdict=verdict)
 
 
-def difference_text(res: dict, unit: str = "") -> str:
-    """'+0.012 +- 0.004 (2 se, 3 seeds): resolved: A > B'."""
+def difference_text(res: dict, unit: str = "", replicates: str = "seeds") -> str:
+    """'+0.012 +- 0.004 (2 se, 3 seeds): resolved: A > B' (`replicates`: what the pairs are, e.g. folds)."""
     u = f" {unit}" if unit else ""
     if res["n"] < 2:
-        return f"{res['diff']:+.4g}{u} (1 seed): {res['verdict']}"
-    return f"{res['diff']:+.4g} +- {2 * res['se']:.2g}{u} (2 se, {res['n']} seeds): {res['verdict']}"
+        return f"{res['diff']:+.4g}{u} (1 pair): {res['verdict']}"
+    return f"{res['diff']:+.4g} +- {2 * res['se']:.2g}{u} (2 se, {res['n']} {replicates}): {res['verdict']}"
+
+
+def title_tag(profile: str, *scales) -> str:
+    """What a figure title says about the run: 'quick profile, reduced' ('paper profile' alone at the paper's
+    settings). With the `scale`s of the rows it shows, their qualifiers (`qualifiers`) instead of the
+    profile's default: 'quick profile, positions rescaled, reduced'."""
+    if scales:
+        quals = dict.fromkeys(q for s in scales for q in qualifiers(s if isinstance(s, (str, type(None))) else
+                                                                     json.dumps(s), profile))
+    else:
+        quals = {} if profile == "paper" else {"reduced": None}
+    return ", ".join([f"{profile} profile", *quals])
+
+
+def training_losses(results) -> list[list[float]]:
+    """The logged training losses of each stage of each run, for `record(losses=)`: `results` are
+    `recipe.pretrain_finetune` results (pre-training and fine-tuning histories) or `fit_cached` results
+    (one history each)."""
+    curves = []
+    for res in results:
+        histories = [res.get(k) for k in ("pretrain_history", "finetune_history")] if (
+            "pretrain_history" in res or "finetune_history" in res) else [res.get("history")]
+        curves += [[float(r["loss"]) for r in h if "loss" in r] for h in histories if h]
+    return [c for c in curves if c]
+
+
+def status_table(rows: list[dict]) -> pd.DataFrame:
+    """The summary's status of recorded rows (`record`'s return values, with the checks derived from them,
+    `derived_rows`) that have a reference value: setting, metric, reference, paper, ours, status, learned. For a
+    notebook to say what its own run found, as the summary will read it."""
+    frame = pd.DataFrame(rows, columns=RESULT_COLUMNS)
+    derived = derived_rows(frame)
+    frame = pd.concat([frame, derived], ignore_index=True) if len(derived) else frame
+    out = []
+    for p in paper_values():
+        hit = frame[(frame.experiment == p["experiment"]) & (frame.setting == p["setting"])
+                    & (frame.metric == p["metric"])]
+        for r in hit.to_dict("records"):
+            out.append(dict(setting=p["setting"], metric=p["metric"], reference=reference_name(p), paper=p["paper"],
+                            ours=r["ours"], status=row_status(p, r), learned=learned_text(r["learned"])))
+    return pd.DataFrame(out, columns=["setting", "metric", "reference", "paper", "ours", "status", "learned"])

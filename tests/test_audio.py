@@ -1,6 +1,7 @@
 """Audio: the Kaldi-compatible fbank (against kaldi-native-fbank), spectrogram tokens, the ESC-50 /
 LibriSpeech / AudioSet readers and the Table 3 experiment."""
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -11,7 +12,8 @@ import pytest
 import soundfile as sf
 import torch
 
-from romae.audio import EPS, fbank, fit_to_patches, from_spectrograms, mel_banks, n_frames
+from romae import report
+from romae.audio import EPS, _window, fbank, fit_to_patches, from_spectrograms, mel_banks, n_frames
 from romae.data import audioset, catalog, esc50, files, librispeech
 
 DATA = files.data_root()
@@ -207,7 +209,30 @@ def test_smoke_run_on_the_subset(tmp_path):
     assert res["found"]
     rows = pd.read_csv(tmp_path / "r" / "results.csv")
     assert set(rows.metric) == {"accuracy_pct"} and rows.setting.str.startswith(X.SUBSET).all()
-    assert len(rows) == 2 and rows.ours.between(0, 100).all() and rows.note.str.contains("reduced").all()
+    assert len(rows) == 2 and rows.ours.between(0, 100).all() and not rows.note.str.contains("reduced").any()
+    scales = {r.setting: json.loads(r.scale) for r in rows.itertuples()}
+    pre = next(s for s in scales if "scratch" not in s)
+    n_train, n_test = int(res["per_run"].n_train.iloc[0]), int(res["per_run"].n_test.iloc[0])
+    assert scales[pre]["data"] == [f"{n_train} train / {n_test} test clips x 1 split(s); pre-training {n_train} clips "
+                                   f"(the ESC-50 training clips)",
+                                   "1600 train / 400 test clips x 5 fold(s); pre-training 22160 clips (AudioSet-20k)"]
+    assert scales[pre]["model"] == ["RoMAE-tiny-shallow", "RoMAE-small"] and scales[pre]["epochs"] == ["1 + 1", "150 + 50"]
+    assert scales[pre]["seeds"] == [1, None] and scales[pre]["resolution"] == ["16000 Hz", "16000 Hz"]
+    assert all(report.qualifiers(c, "smoke") == ["reduced"] for c in rows.scale)
+    # pre-trained against from scratch: the paired difference and its verdict, in both rows' notes
+    effect = res["pretraining_effect"]
+    assert len(effect) == 1 and effect.verdict.iloc[0] == "not resolved at this scale (1 seed)"
+    assert rows.note.str.contains(f"{pre} minus {effect.scratch.iloc[0]}: ", regex=False).all()
+    assert rows.note.str.contains("not resolved at this scale (1 seed)", regex=False).all()
+    import matplotlib.pyplot as plt
+
+    fig = X.plot_accuracy(res)
+    ax = fig.axes[0]
+    assert "smoke profile, reduced" in ax.get_title()
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any(t.startswith("paper: RoMAE-small, AudioSet-20k") for t in legend)
+    assert any(t.startswith("SSAST-Patch (from scratch)") for t in legend)
+    plt.close(fig)
     split = next(iter(res["views"]))
     v = res["views"][split]
     assert not set(v["train_idx"]) & set(v["test_idx"])
@@ -259,3 +284,56 @@ def test_esc50_official_layout_is_resampled_and_checked(tmp_path):
     tsv.write_text(f"filename\tsha256_original_wav_44k1\tgit_blob\tbytes\n1-100-A-0.wav\t{'0' * 64}\tx\t0\n")
     with pytest.raises(ValueError, match="checksum mismatch"):
         esc50.load(tmp_path, progress=False)
+
+
+def test_window_names_follow_kaldi():
+    """SSAST's window_type='hanning' is the symmetric Hann window (torch.hann_window(periodic=False)); Kaldi's
+    default, 'povey', is that window to the power 0.85 (kaldi-native-fbank's default too)."""
+    hann = torch.hann_window(400, periodic=False, dtype=torch.float64)
+    torch.testing.assert_close(_window("hanning", 400), hann, rtol=0, atol=1e-15)
+    torch.testing.assert_close(_window("povey", 400), hann.pow(0.85), rtol=0, atol=1e-15)
+    assert not torch.allclose(_window("hanning", 400), torch.hann_window(400, periodic=True, dtype=torch.float64))
+    knf = pytest.importorskip("kaldi_native_fbank")
+    assert knf.FbankOptions().frame_opts.window_type == "povey"  # Kaldi's default is not SSAST's
+
+
+def test_pretraining_effect_is_paired_over_seeds():
+    from romae.experiments import esc50 as X
+
+    pre, scratch = "subset, RoMAE-tiny-shallow, MAE pre-training", "subset, RoMAE-tiny-shallow, from scratch"
+    rows = [dict(setting=s, split="split", seed=k, accuracy_pct=v)
+            for k, (a, b) in enumerate([(50.0, 40.0), (52.0, 41.0), (49.0, 40.5)]) for s, v in ((pre, a), (scratch, b))]
+    effect = X.pretraining_effect(pd.DataFrame(rows))
+    assert effect.pretrained.tolist() == [pre] and effect.scratch.tolist() == [scratch]
+    assert effect.difference.iloc[0] == pytest.approx(29.5 / 3) and effect.verdict.iloc[0] == "resolved: pre-trained > from scratch"
+    close = [dict(r, accuracy_pct=r["accuracy_pct"] + (29.5 / 3 if r["setting"] == scratch else 0)) for r in rows]
+    assert X.pretraining_effect(pd.DataFrame(close)).verdict.iloc[0] == "equal within +-2"
+    assert X.pretraining_effect(pd.DataFrame([r for r in rows if r["setting"] == pre])).empty
+
+
+def test_cross_validation_tests_every_clip_once_and_pairs_over_folds():
+    """protocol "cv": stratified folds over every clip found, each clip tested exactly once, classes balanced;
+    pre-training's effect is paired per (fold, seed), so one seed over 4 folds gives 4 pairs."""
+    from romae.experiments import esc50 as X
+
+    labels = np.repeat(np.arange(50), 8)
+    labels = np.concatenate([labels, np.arange(14)])  # the shared subset: fold 4 (8 per class) + 14 others
+    d = dict(labels=labels, folds=np.full(len(labels), 4), source="subset")
+    splits = X._splits(d, X.config("quick"))
+    assert len(splits) == 4
+    tested = np.concatenate([te for _, _, te in splits])
+    assert sorted(tested.tolist()) == list(range(len(labels)))  # every clip once
+    for _, tr, te in splits:
+        assert not set(tr) & set(te) and len(tr) + len(te) == len(labels)
+        assert np.bincount(labels[te], minlength=50).min() >= 2  # stratified
+    with pytest.raises(ValueError, match="cv_folds=9 needs at least 9 clips of every class"):
+        X._splits(d, X.config("quick", cv_folds=9))
+    with pytest.raises(ValueError, match="protocol must be"):
+        X.config("quick", protocol="loo")
+    pre, scratch = "subset, MAE pre-training", "subset, from scratch"
+    rows = [dict(setting=s, split=f"cv fold {k}", seed=0, accuracy_pct=v)
+            for k, (a, b) in enumerate([(50.0, 40.0), (52.0, 41.0), (49.0, 40.5), (51.0, 42.0)])
+            for s, v in ((pre, a), (scratch, b))]
+    effect = X.pretraining_effect(pd.DataFrame(rows))
+    assert effect.n_pairs.item() == 4 and effect.verdict.item() == "resolved: pre-trained > from scratch"
+    assert "4 fold x seed pairs" in effect.text.item()

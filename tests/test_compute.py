@@ -1,10 +1,19 @@
 """Compute experiment: the sequence-length sweep and the smoke run's recorded rows."""
 
+import json
+
+import matplotlib
 import pandas as pd
 import pytest
+import torch
 
+from romae import report
 from romae.config import EncoderConfig
+from romae.experiments import compute
 from romae.experiments.compute import length_sweep, loglog_slope, run
+from romae.reference import paper_values
+
+matplotlib.use("Agg")
 
 TINY = EncoderConfig(d_model=32, n_heads=2, depth=2)  # 2 blocks: a step at N = 2048 takes ~0.1-0.3 s
 LENGTHS = (64, 1024, 2048)
@@ -56,10 +65,18 @@ def test_smoke_run_records_rows(tmp_path):
     assert sorted(t8.index) == ["base", "small", "tiny", "tiny-shallow"]
     # 12 * (4 d^2 + 2 d d_ff + 2 d), d = 180, d_ff = 720
     assert t8.loc["tiny", "ours"] == pytest.approx(4.66992)
+    assert (t8.scale == "{}").all()  # a parameter count is no run: no scale
     t9 = results[results.experiment == "table9_compute"].set_index("setting")
     assert sorted(t9.index) == ["absolute", "continuous", "quantized"]
     assert t9.loc["absolute", "ours"] == 1.0  # paired ratio of a variant with itself
     assert (t9.ours > 0).all()
+    # the facts of the speed rows: a CPU at batch 1 against the authors' GTX 1650 Ti at batch 64
+    sc = json.loads(t9.loc["continuous", "scale"])
+    assert sc["device"] == ["cpu", "NVIDIA GTX 1650 Ti"] and sc["data"] == [1, 64] and sc["steps"] == [2, 4710]
+    paper = {r["setting"]: r for r in paper_values() if r["experiment"] == "table9_compute"}
+    for name, row in t9.iterrows():
+        state = report.row_status(paper[name], row.to_dict())
+        assert state.startswith("not comparable (other device") and "reduced" in state, state
     for name in ("table8_model_sizes", "table9_compute", "table_sequence_length_cost"):
         assert (tmp_path / "reports" / "tables" / f"{name}.csv").exists()
     assert set(res["sweep"].backend) == {"default", "math"}
@@ -68,3 +85,52 @@ def test_smoke_run_records_rows(tmp_path):
     pd.testing.assert_frame_equal(again["table9"], res["table9"])
     with pytest.raises(ValueError, match="unknown profile"):
         run("fast", reports_dir=tmp_path)
+
+
+def test_a_gtx_1650_ti_compares(monkeypatch):
+    """A run on the paper's GPU class is compared with Table 9 (batch and steps still make it 'reduced')."""
+    cfg = compute.ComputeConfig(device="cpu")
+    assert compute.device_class("cpu") == "cpu"
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda dev=None: "NVIDIA GeForce GTX 1650 Ti")
+    assert compute.device_class("cuda") == compute.PAPER_GPU
+    gpu = compute.table9_scale(compute.ComputeConfig(device="cuda", batch=64))
+    assert gpu["device"] == [compute.PAPER_GPU, compute.PAPER_GPU] and gpu["data"] == [64, 64]
+    paper = next(r for r in paper_values() if r["experiment"] == "table9_compute" and r["setting"] == "continuous")
+    row = dict(ours=0.87, profile="quick", scale=json.dumps(gpu))
+    assert report.row_status(paper, row) == "matches (reduced)"  # 60 steps timed, not the authors' 4,710
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda dev=None: "NVIDIA H100 80GB HBM3")
+    row["scale"] = json.dumps(compute.table9_scale(compute.ComputeConfig(device="cuda")))
+    assert report.row_status(paper, row).startswith("not comparable (other device")
+    assert compute.table9_scale(cfg)["device"] == ["cpu", compute.PAPER_GPU]
+
+
+def _overlap(a, b) -> bool:
+    return a.x0 < b.x1 and b.x0 < a.x1 and a.y0 < b.y1 and b.y0 < a.y1
+
+
+def test_figures_say_profile_and_keep_labels_apart():
+    """Table 9's figure: ratios only, the paper's marked, 'not comparable' on another device; the sequence-length
+    figure: profile and 'reduced' in the title, no legend over an axes, no axis label over the title."""
+    import matplotlib.pyplot as plt
+
+    t9 = pd.DataFrame(dict(positional_encoding=["absolute", "quantized", "continuous"], steps_per_s=[3.0, 2.9, 2.9],
+                           relative_speed=[1.0, 0.98, 0.97], relative_speed_of_medians=[1.0, 0.98, 0.97],
+                           paper_relative_speed=[1.0, 0.98, 0.87]))
+    fig = compute.plot_table9(t9, "cpu (test)", "quick", compute.table9_scale(compute.ComputeConfig()))
+    ax = fig.axes[0]
+    assert "quick profile, reduced" in ax.get_title() and "NOT comparable" in ax.get_title()
+    assert "relative" in ax.get_ylabel() and any("paper" in t.get_text() for t in ax.get_legend().get_texts())
+    fig.canvas.draw()
+    assert not _overlap(ax.get_legend().get_window_extent(), ax.get_window_extent())
+    plt.close(fig)
+    sweep = pd.DataFrame([dict(n_tokens=n, backend=b, seconds_per_step=1e-4 * n ** (1 + (b == "math")),
+                               activation_MB=0.01 * n ** (1 + (b == "math")), attention_matrix_MB=1e-3 * n * n)
+                          for b in ("default", "math") for n in (64, 128, 256)])
+    fig = compute.plot_sequence_cost(sweep, "quick")
+    fig.canvas.draw()
+    title = fig._suptitle
+    assert "quick profile, reduced" in title.get_text()
+    for ax in fig.axes:
+        assert not _overlap(ax.get_legend().get_window_extent(), ax.get_window_extent())
+        assert not _overlap(ax.yaxis.label.get_window_extent(), title.get_window_extent())
+    plt.close(fig)

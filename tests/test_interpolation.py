@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import numpy as np
 import pandas as pd
@@ -115,8 +116,40 @@ def test_smoke_experiment_writes_reports(tmp_path, monkeypatch):
     again = I.run("smoke", reports_dir=reports, cache_dir=cache)  # from the cache, same numbers
     pd.testing.assert_frame_equal(trials, again["spiral"]["runs"][0]["trials"])
     assert len(list(cache.glob("spiral_model-*.pt"))) == 1
-    for plot in (I.plot_fig7, I.plot_fig8, I.plot_learning_curves):
-        plot(res)
+    for plot in (I.plot_fig7, I.plot_fig8, I.plot_learning_curves, I.plot_comparison):
+        fig = plot(res)
+        text = " ".join([fig._suptitle.get_text() if fig._suptitle else ""] + [a.get_title() for a in fig.axes])
+        assert "smoke profile, reduced" in text
+    # the facts behind each row, and the trivial-predictor check where the paper's value is
+    for r in results.itertuples():
+        assert set(json.loads(r.scale)) == {"epochs", "seeds", "data", "model", "positions"}
+    learned = results.set_index(["setting", "metric"]).learned
+    assert not json.loads(learned["Synthetic, 3-10 observed", "mse_noisy"])["ok"]  # one epoch: not learned
+    assert json.loads(learned["Spiral", "rmse_clean"])["predictor"] == I.TRIVIAL["spiral"]
+
+
+def test_quick_rows_are_reduced_from_their_facts():
+    """Spiral (400 of 500 epochs, 1 seed) and Synthetic (10 of 50 epochs, 2 of 5 seeds, positions t x 50)."""
+    from romae import report
+
+    quick = I.config("quick")
+    spiral, synthetic = I.scale_of("spiral", quick, 1), I.scale_of("synthetic", quick, 2)
+    assert spiral["epochs"] == [400, 500] and spiral["seeds"] == [1, 1]
+    assert report.qualifiers(spiral, "quick") == ["reduced"]
+    assert synthetic["epochs"] == [10, 50] and synthetic["seeds"] == [2, 5]
+    assert synthetic["positions"] == ["t x 50", "t x 1"]
+    assert report.qualifiers(synthetic, "quick") == ["positions rescaled", "reduced"]
+    paper = I.config("paper")
+    assert report.qualifiers(I.scale_of("synthetic", paper, 5), "paper") == []
+
+
+def test_trivial_predictors_are_the_constants():
+    prof = dataclasses.replace(I.config("smoke"), synthetic_data=Y.SyntheticConfig(n=100), n_trials=1)
+    t = I.trivial_errors(prof)
+    # the series are N(0, 1) latent values smoothed: a constant scores about their variance (~0.5), plus noise
+    assert 0.3 < t["Synthetic, 3-10", "mse_noisy"] < 0.8
+    assert t["Synthetic, 3-10", "mse_noisy"] > t["Synthetic, 3-10", "mse_clean"]
+    assert t["Spiral"] > 1.0  # a spiral's mean is far from its points (radius several units)
 
 
 def test_position_scale_reaches_the_model_inputs():

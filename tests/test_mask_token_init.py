@@ -112,6 +112,11 @@ def test_smoke_run_writes_table(tmp_path):
     assert len(mech) == 3 and (mech.zeros / mech.normal > 1e3).all()
     rows = pd.read_csv(reports / "results.csv")
     assert (rows.experiment == M.EXPERIMENT).all() and (rows.profile == "smoke").all()
+    assert rows.scale.notna().all() and (rows.scale != "{}").all()  # every row says its piece's scale
+    ctl = rows[rows.setting.str.contains("raw t") & (rows.metric == "time_mse_hidden_mean")]
+    assert len(ctl) == 4 and ctl.learned.notna().all()  # the control against predicting 0 / the series mean
+    assert len(res["differences"]) and res["differences"].verdict.str.startswith("not resolved").all()  # 1 seed
+    assert "Training flags" in M.conclusion(res)
     assert {"rmse_clean", "mse_noisy", "time_mse_hidden_mean", "grad_norm_step1"} <= set(rows.metric)
     assert rows.setting.str.endswith("mask_token_init=normal").any()
     assert res["check"] is None and set(res["curves"]) == {"Spiral", "Synthetic", "raw-t control"}
@@ -120,3 +125,38 @@ def test_smoke_run_writes_table(tmp_path):
 def test_committed_zeros_only_for_quick():
     with pytest.raises(ValueError, match="quick"):
         M.run("smoke", fresh_zeros=False)
+
+
+def test_rows_carry_the_scale_of_their_piece():
+    """Quick: Synthetic at positions t x 50 with 2 of 5 seeds and 10 of 50 epochs; the control at the paper's raw t."""
+    from romae.report import qualifiers
+
+    sy = M.piece_scale("quick", "Synthetic")
+    assert sy["positions"] == ["t x 50", "t"] and sy["seeds"] == [2, 5] and sy["epochs"] == [10, 50]
+    assert qualifiers(sy, "quick") == ["positions rescaled", "reduced"]
+    sp = M.piece_scale("quick", "Spiral")
+    assert sp["epochs"] == [400, 500] and sp["positions"] == ["t", "t"]
+    ctl = M.piece_scale("quick", "raw-t control")
+    assert ctl["positions"] == ["t", "t"] and ctl["epochs"] == [8, 200] and qualifiers(ctl, "quick") == ["reduced"]
+    assert M.piece_scale("quick", "Synthetic", 1)["seeds"] == [1, 5]
+    with pytest.raises(ValueError, match="unknown piece"):
+        M.piece_scale("quick", "Pendulum")
+
+
+def test_difference_pairs_the_committed_seeds():
+    """Quick takes the zeros numbers from the committed 2-seed mean and std: seed 0 gets the per-seed value its
+    fresh re-run reproduces, seed 1 the other; the paired difference over the two seeds is then computed."""
+    key = ("Synthetic, 3 observed", "mse_noisy")
+    lo, hi = M.committed_per_seed(0.30, 0.02, 2)
+    runs = {"normal": dict(metrics={key: 0.25}, per_seed={0: {key: 0.24}, 1: {key: 0.26}}),
+            "zeros": dict(metrics={key: lo}, per_seed={0: {key: lo + 1e-9}})}
+    zeros = M._zeros_per_seed(runs, {("table7_interpolation",) + key: (0.30, 0.02, 2)}, fresh=False)
+    assert zeros == {0: {key: lo}, 1: {key: hi}}
+    d = M.difference_table(runs, zeros, {key: 0.30})
+    assert d.n.tolist() == [2] and d["diff"].iloc[0] == pytest.approx(0.25 - 0.30)
+    assert d.verdict.iloc[0] == "resolved: normal < zeros"  # per seed -0.046 and -0.054: 2 se = 0.008 < 0.05
+    runs["normal"]["per_seed"] = {0: {key: 0.20}, 1: {key: 0.36}}  # per seed -0.086 and +0.046: not resolved
+    assert M.difference_table(runs, zeros, {key: 0.30}).verdict.iloc[0] == "not resolved at this scale"
+    one = M.difference_table({"normal": dict(metrics={("Spiral", "rmse_clean"): 0.1}, per_seed={})}, {},
+                             {("Spiral", "rmse_clean"): 0.2})
+    assert one.verdict.tolist() == ["not resolved at this scale (1 seed)"]

@@ -1,6 +1,7 @@
 """PhysioNet 2012: the raw-record reader, the split, the normalisations, the masks and the baselines."""
 
 import io
+import json
 import os
 import shutil
 import tarfile
@@ -291,3 +292,56 @@ def test_real_records(real_records):
     assert df.groupby(["record_id", "time", "variable"]).size().max() == 1
     tr, te = P.split(df.record_id)
     assert len(tr) == 6400 and len(te) == 1600
+
+
+def test_scale_facts_make_quick_rows_reduced():
+    """PhysioNet quick (4 of 200 epochs, tiny-shallow encoder, t x 2880) is reduced from its facts, not a note."""
+    from romae import report
+
+    quick = E.config("quick")
+    fields = E.scale_of(quick.run, 6400, 1600)
+    assert fields["epochs"] == [4, 200] and fields["seeds"] == [1, None]  # the paper does not state its seeds
+    assert report.qualifiers(fields, "quick") == ["positions rescaled", "reduced"]
+    assert "positions rescaled" not in report.qualifiers(E.scale_of(quick.control, 6400, 1600), "quick")
+    assert report.qualifiers(E.scale_of(None, 6400, 1600), "quick") == []  # a baseline on all the records
+    assert report.qualifiers(E.scale_of(None, 200, 100), "smoke") == ["reduced"]
+    assert "stand-in" in report.qualifiers(E.scale_of(None, 30, 8, generated=True), "paper")
+
+
+def test_rows_lead_with_the_robust_scoring():
+    rows = [dict(method=m, norm=n, unit=u, mean=1.0) for m in ("linear interpolation", "RoMAE")
+            for n in ("minmax", "zscore", "zscore_inliers") for u in ("timepoint", "token")]
+    o = E.ordered(pd.DataFrame(rows))
+    assert (o.norm.iloc[0], o.unit.iloc[0], o.method.iloc[0]) == (E.LEAD, "token", "RoMAE") == ("zscore_inliers",
+                                                                                                "token", "RoMAE")
+    mse = pd.DataFrame(dict(method="RoMAE", norm=["zscore", "zscore_inliers"], n_scored=[1000, 990]))
+    assert E.unscored(mse) == pytest.approx(0.01)
+
+
+def test_rows_count_trained_models_and_show_the_baselines(tmp_path, monkeypatch):
+    """A dry run (2 steps, generated records): every method is an `mse` row; RoMAE's n_seeds is its one trained
+    model, a baseline's 0, the mask draws are in the note; the baselines are summary rows with no paper value."""
+    from romae import report, runtime
+
+    monkeypatch.setenv("ROMAE_MAX_STEPS", "2")
+    monkeypatch.setenv("ROMAE_DEVICE", "cpu")
+    res = E.run("smoke", data_root=tmp_path / "none", reports_dir=tmp_path, cache_dir=tmp_path / "cache")
+    rows = pd.read_csv(tmp_path / "results.csv")
+    assert set(rows.metric) == {"mse"}
+    lead = E.setting(E.LEAD, "token")
+    assert rows.setting.iloc[0] == lead  # the headline scoring first
+    for b in E.BASELINES:
+        r = rows[rows.setting == f"{lead}, baseline: {b}"].iloc[0]
+        assert r.n_seeds == 0 and "no training" in r.note and "mask draw" in r.note and pd.isna(r.learned)
+    r = rows[rows.setting == lead].iloc[0]
+    assert r.n_seeds == 1 and "one trained model" in r.note and "1 seeded evaluation mask draw" in r.note
+    assert json.loads(r.learned)["predictor"] == "the training mean of each variable"
+    assert json.loads(r.scale)["dataset"][0].startswith("generated")
+    summary = report.build_summary(tmp_path)
+    base = summary[summary.setting == f"{E.setting('zscore', 'token')}, baseline: linear interpolation"]
+    assert base.status.iloc[0].startswith("no paper value")
+    for plot in (E.plot_methods, E.plot_learning_curves, E.plot_record, E.plot_per_variable):
+        fig = plot(res)
+        text = " ".join([fig._suptitle.get_text() if fig._suptitle else ""] + [a.get_title() for a in fig.axes])
+        assert "(smoke profile, stand-in, positions rescaled, reduced)" in text
+    assert runtime.DRY_LABEL in res["data"]["source"]

@@ -136,6 +136,14 @@ def test_smoke_run_records_rows(tmp_path):
     assert len(curves) == 2 * 500 and curves.fraction.between(0, 1).all()
     rows = pd.read_csv(reports / "results.csv")
     assert set(rows[rows.experiment == position.FIG2].setting) == {"(0, 100)", "(0, 1000)"}
+    assert rows.scale.notna().all() and rows.learned.notna().all()  # every row: its scale and the trivial check
+    # an untrained model (4 SGD steps at lr 5e-6 / 5e-7 predict ~0): Figure 2's claim is not tested
+    from romae.report import build_summary
+
+    summary = build_summary(reports)
+    claims = summary[(summary.experiment == position.FIG2) & (summary.metric == "edge_over_interior")]
+    assert len(claims) == 2 and claims.status.str.startswith("not tested: the model did not learn").all()
+    assert (res["table"].learned.str.startswith("did not learn")).all()
 
 
 def test_translation_invariant_floor_by_monte_carlo():
@@ -148,3 +156,82 @@ def test_translation_invariant_floor_by_monte_carlo():
     pred = p - lo + (1.0 + 50.0 - spread) / 2  # min | spread ~ U(1, 50 - spread)
     assert abs(((pred - p) ** 2).mean().item() - translation_invariant_floor(10, 1.0, 50.0)) < 0.15
     assert translation_invariant_floor(10, 1.0, 50.0) < uniform_variance(1.0, 50.0) / 20
+
+
+# ----------------------------------------------------------------------------- scale, learned, differences
+
+def test_quick_rows_carry_the_scale_of_their_runs():
+    """Each record's scale comes from the profile configs: quick tiny runs 1 of the paper's 5 seeds at full
+    data; small / base and Figure 2 are reduced in data, epochs or steps; Figure 2's positions are the paper's."""
+    from romae.report import qualifiers
+
+    quick = {r.size: r for r in position.config("quick").table1.sizes}
+    tiny = position.table1_scale(quick["tiny"], 1)
+    assert tiny == {"data": [20_000, 20_000], "epochs": [10, 10], "seeds": [1, 5],
+                    "model": ["d_model 180, depth 12", "d_model 180, depth 12"]}
+    assert qualifiers(tiny, "quick") == ["reduced"]  # one seed of five
+    small = position.table1_scale(quick["small"], 1)
+    assert small["data"] == [2_000, 20_000] and small["epochs"] == [2, 10]
+    paper_tiny = position.table1_scale(next(r for r in position.config("paper").table1.sizes if r.size == "tiny"), 5)
+    assert qualifiers(paper_tiny, "paper") == []  # the paper profile at the paper's scale: no qualifier
+    f2 = position.fig2_scale(position.config("quick").fig2, 0.0, 1000.0, (0.0, 1000.0), 1, 160)
+    assert f2["steps"] == [160, 3_130] and f2["data"] == [2_000, 20_000] and f2["seeds"] == [1, 5]
+    assert f2["positions"] == ["U(0, 1000)", "U(0, 1000)"]
+    assert qualifiers(f2, "quick") == ["reduced"]  # not "positions rescaled": Figure 2 uses the paper's ranges
+    assert position.fig2_paper_steps() == 3_130
+
+
+def _fake_fig2(pred_of):
+    """A stand-in for train_fig2_run whose 'model' predicts pred_of(positions) (no training)."""
+    def fake(cfg, low, high, lr, seed, *args, **kwargs):
+        p = position_grid(low, high, cfg.n_eval)["positions"].flatten()
+        pred = pred_of(p, low, high)
+        return dict(positions=p.numpy(), pred=pred.numpy(), abs_error=(pred - p).abs().numpy(), test_mse=0.0,
+                    history=[dict(step=s, loss=100.0 / s) for s in range(1, 21)], steps=160, seconds=1.0)
+    return fake
+
+
+@pytest.mark.parametrize("case", ["constant", "good"])
+def test_fig2_claim_needs_a_model_that_beats_the_constant(tmp_path, monkeypatch, case):
+    """A constant output (as the committed (0, 1000) quick run, ~322 everywhere) has larger edge errors too,
+    so edge/interior > 1; the summary must read "not tested: the model did not learn". A model that is
+    accurate inside and worse at the edges passes the same check ("claim holds")."""
+    from romae.report import build_summary
+
+    if case == "constant":
+        pred_of = lambda p, lo, hi: torch.full_like(p, lo + 0.322 * (hi - lo))
+    else:  # error 0.01 of the range inside, growing to 0.05 at the edges
+        pred_of = lambda p, lo, hi: p + (hi - lo) * (0.0001 + 0.0005 * (2 * (p - lo) / (hi - lo) - 1) ** 8)
+    monkeypatch.setattr(position, "train_fig2_run", _fake_fig2(pred_of))
+    res = position.run_fig2("quick", reports_dir=tmp_path)
+    summary = build_summary(tmp_path)
+    claims = summary[(summary.experiment == position.FIG2) & (summary.metric == "edge_over_interior")]
+    assert len(claims) == 2 and (claims.profile == "quick").all()
+    want = "not tested: the model did not learn" if case == "constant" else "claim holds"
+    assert claims.status.str.startswith(want).all(), claims.status.tolist()
+    assert claims.status.str.endswith("(reduced)").all()  # 160 of 3,130 steps, 1 of 5 seeds
+    assert claims.scale.str.contains("steps 160 / 3,130", regex=False).all()
+    assert claims.scale.str.contains("positions U(0, 1", regex=False).all()
+    assert res["status"][res["status"].metric == "edge_over_interior"].status.str.startswith(want).all()
+    rows = pd.read_csv(tmp_path / "results.csv")
+    assert rows.note.str.contains("the paper's range, not rescaled").all()
+
+
+def test_constant_predictors():
+    cfg = position.config("smoke")
+    c, mae = position.constant_abs_error(cfg.fig2, 0.0, 100.0)
+    assert abs(c - 50) < 5 and abs(mae - 25) < 1  # median of U(0, 100); E|p - 50| on a uniform grid = 25
+    run = cfg.table1.sizes[0]
+    c, mse = position.constant_mse(cfg.table1, run)
+    assert abs(c - 25.5) < 1 and abs(mse - uniform_variance(1.0, 50.0)) < 15
+
+
+def test_difference_with_and_without_cls():
+    cfg = position.config("paper").table1
+    runs = pd.DataFrame([dict(size=r.size, use_cls=c, seed=s, mse=(0.05 + 0.01 * s if c else 200.0 + s))
+                         for r in cfg.sizes for c in (True, False) for s in (1, 2, 3)])
+    d = position.difference_table(runs, cfg)
+    assert list(d["size"]) == ["tiny", "small", "base"] and (d.n == 3).all()
+    assert (d.verdict == "resolved: with [CLS] < no [CLS]").all()
+    one = position.difference_table(runs[runs.seed == 1], cfg)
+    assert one.verdict.str.startswith("not resolved").all()  # one seed: no uncertainty, never resolved

@@ -161,6 +161,12 @@ def test_loss_flags():
     rising = [0.1 * (i + 1) for i in range(50)]
     assert report.loss_flags(rising).startswith("diverged: median loss of the last tenth")
     assert report.loss_flags([1.0, 2.0, float("nan")]).startswith("diverged: non-finite")
+    rng = __import__("numpy").random.default_rng(0)
+    noisy = [v * (1 + 0.05 * rng.standard_normal()) for v in smooth]
+    assert report.loss_flags(noisy) == ""
+    # ELAsTiCC's raw-flux pre-training: jumps between about 1e4 and 5e6 with no trend, no single 10x spike
+    jumpy = [10 ** (4 + 2.7 * rng.random()) for _ in range(80)]
+    assert "erratic" in report.loss_flags(jumpy)
     assert report.loss_flags([]) == ""
 
 

@@ -149,3 +149,18 @@ def test_notebook_names_its_figures_and_is_stripped():
     assert len(params) == 1 and 'profile: str = "smoke"' in "".join(params[0]["source"])
     assert all(not c.get("outputs") and c.get("execution_count") is None
                for c in nb["cells"] if c["cell_type"] == "code")
+
+
+def test_prose_sentences_come_from_the_tables():
+    """The notebook's statements about the tables are computed from them (no hand-typed result)."""
+    import pandas as pd
+
+    from romae.experiments import theory
+
+    rel = theory.relative_property_table(axes=(1,), n_pairs=3)
+    text = theory.relative_property_text(rel)
+    assert f"{rel.abs_diff.max():.1e}" in text and f"{rel.diff_after_moving_m.max():.2g}" in text
+    table = pd.DataFrame([dict(n_axes=1, cls=c, shift=s, max_abs_diff=(1e-3 * s if c == "with [CLS]" else 5e-7))
+                          for c in ("no [CLS]", "with [CLS]") for s in (0.1, 10.0, 100.0)])
+    text = theory.translation_text(table)
+    assert "at most 5.0e-07" in text and "1.0e-04-1.0e-04 at c = 0.1" in text and "1.0e-02-1.0e-01 for c >= 10" in text

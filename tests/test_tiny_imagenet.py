@@ -1,6 +1,7 @@
 """Tiny ImageNet: the archive reader, the image token builder (romae.images) and the Table 2 experiment."""
 
 import io
+import json
 import os
 import zipfile
 from pathlib import Path
@@ -10,6 +11,7 @@ import pytest
 import torch
 from PIL import Image
 
+from romae import report
 from romae.data import catalog
 from romae.data import tiny_imagenet as ti
 from romae.experiments import tiny_imagenet as E
@@ -199,7 +201,27 @@ def test_smoke_run_records_every_variant_and_reconstructs(tmp_path, archive):
 
     rows = pd.read_csv(tmp_path / "reports" / "results.csv")
     assert len(rows) == 2 * len(E.VARIANTS) and set(rows.metric) == {"accuracy", "macro_f1"}
-    assert rows.note.str.contains("reduced").all() and rows.note.str.contains("16 px").all()
+    assert rows.note.str.contains("16 px").all() and not rows.note.str.contains("reduced").any()
+    # the facts behind "reduced", from the run and the paper profile, not from words in the note
+    sc = json.loads(rows.scale.iloc[0])
+    assert sc == dict(dataset=["Tiny ImageNet", "Tiny ImageNet"], data=[len(res["data"]["train"]), 100_000],
+                      resolution=["16 px", "64 px"], model=["RoMAE-tiny-shallow", "RoMAE-small"],
+                      epochs=["1 + 1", "200 + 15"], seeds=[1, None])
+    assert all(report.qualifiers(c, "smoke") == ["reduced"] for c in rows.scale)
+    # the paper's two comparisons, each in its rows' notes; one seed resolves nothing
+    comp = res["comparisons"]
+    assert set(comp.comparison) == {"RoPE vs absolute", "without vs with [CLS]"} and len(comp) == 4
+    assert (comp.verdict == "not resolved at this scale (1 seed)").all()
+    rope = rows[(rows.setting == "RoPE, [CLS]") & (rows.metric == "accuracy")].note.iloc[0]
+    assert "RoPE vs absolute" in rope and "without vs with [CLS]" in rope and "not resolved at this scale" in rope
+    assert len(E.training_losses([res["results"][("RoPE, [CLS]", 0)]])) == 2  # pre-training and fine-tuning
+    import matplotlib.pyplot as plt
+
+    fig = E.plot_variants(res)
+    f1 = fig.axes[1]
+    assert "smoke profile, reduced" in f1.get_title()
+    assert any(t.get_text().startswith("paper (Table 2") for t in f1.get_legend().get_texts())
+    plt.close(fig)
     table = res["table"].set_index("variant")
     assert table.loc["RoPE, [CLS]", "paper F-score (Table 2)"] == 0.475  # read from paper_values.csv
     # the no-[CLS] variant has no [CLS] in pre-training either; its classifier uses the mean head
@@ -229,3 +251,19 @@ def test_profiles_follow_table10():
             m.decoder.depth) == ("absolute", True, True, 432, 432, 2)
     with pytest.raises(ValueError, match="unknown variants"):
         E.config("quick", variants=("RoPE",))
+
+
+def test_comparisons_are_paired_over_seeds():
+    """report.difference per Table 2 pair: a consistent gap is resolved, a tiny one is equal within the margin."""
+    import pandas as pd
+
+    rows = []
+    for seed, (a, b, c) in enumerate([(0.30, 0.20, 0.301), (0.32, 0.21, 0.319), (0.31, 0.215, 0.311)]):
+        rows += [dict(setting="RoPE, [CLS]", seed=seed, accuracy=a, macro_f1=a),
+                 dict(setting="absolute sin/cos, [CLS]", seed=seed, accuracy=b, macro_f1=b),
+                 dict(setting="RoPE, no [CLS] (mean head)", seed=seed, accuracy=c, macro_f1=c)]
+    comp = E.comparisons(pd.DataFrame(rows), "macro_f1").set_index("comparison")
+    assert comp.loc["RoPE vs absolute", "verdict"] == "resolved: RoPE, [CLS] > absolute sin/cos, [CLS]"
+    assert comp.loc["without vs with [CLS]", "verdict"] == "equal within +-0.01"
+    assert comp.loc["RoPE vs absolute", "paper_difference"] == pytest.approx(0.475 - 0.479)
+    assert E.comparisons(pd.DataFrame(rows)[lambda f: f.seed == 0], "accuracy").verdict.str.contains("1 seed").all()

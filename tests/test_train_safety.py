@@ -323,7 +323,7 @@ def test_fit_cached_run_folder_names_the_code_and_reports_real_training_time(tmp
     assert training_seconds([], 7.0) == 7.0
     ids = set()
     for code in ("a", "b"):
-        monkeypatch.setattr(C, "code_version", lambda root=None, code=code: code)
+        monkeypatch.setattr(C, "code_version", lambda root=None, modules=None, code=code: code)
         ids.add(fit_cached("safety_probe", lambda _: Toy(), _ProbeCfg(), data(), cfg(epochs=1), {"probe": 1},
                            seed=0, cache_dir=tmp_path)["run_id"])
     assert len(ids) == 2

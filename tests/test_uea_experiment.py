@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -108,6 +109,71 @@ def test_runs_unchanged_on_an_unseen_unequal_length_dataset(tmp_path):
     assert rows.ours.between(0, 1).all() and rows.note.str.contains("DEFAULT_FINETUNE").all()
     assert rows.note.str.contains("drop-path 0.1 as lambda*l/(N-1)", regex=False).all()  # a listed deviation
     assert "Toy" in res["table"].columns
+    # every row carries its facts; the pair's rows carry the verdict of the paired difference
+    for r in rows.itertuples():
+        fields = json.loads(r.scale)
+        assert {"epochs", "seeds", "data", "model", "resolution"} <= set(fields) and fields["seeds"] == [1, 3]
+        assert fields["epochs"][0].startswith("fine-tuning" if "from scratch" in r.setting else "pre-training")
+        assert "pre-trained minus from scratch (accuracy, paired by seed)" in r.note
+        assert json.loads(r.learned)["predictor"] == U.TRIVIAL
+    diffs = U.pretraining_differences(res)
+    assert list(diffs.labels) == ["all labels", "2 labelled per class"] and (diffs.margin == 1 / 12).all()
+    assert diffs.verdict.str.contains("1 seed").all()  # one seed cannot resolve anything
+    for plot in (lambda r: U.plot_accuracy(r), lambda r: U.plot_learning_curves(r, "Toy")):
+        fig = plot(res)
+        assert any("(smoke profile, reduced)" in a.get_title() for a in fig.axes)
+
+
+def test_each_seed_has_its_own_colour_in_the_figures():
+    rows = [dict(dataset="Toy", variant=v, seed=seed, accuracy=a, n_labelled=9)
+            for v in ("pre-trained", "from scratch") for seed, a in ((69, 0.5), (84, 0.5), (1066, 0.75))]
+    hist = {(v, seed): dict(pretrain=[dict(step=1, loss=1.0), dict(step=2, loss=0.5)] if v == "pre-trained" else None,
+                            finetune=[dict(step=1, loss=2.0), dict(step=2, loss=1.0)])
+            for v in ("pre-trained", "from scratch") for seed in (69, 84, 1066)}
+    res = dict(profile="quick", results={"Toy": dict(per_seed=pd.DataFrame(rows), histories=hist,
+                                                     scales={"pre-trained": {}, "from scratch": {}})})
+    ax = U.plot_accuracy(res).axes[0]
+    colours = {tuple(l.get_color()) for l in ax.lines if l.get_marker() == "o"}
+    assert len(colours) == 3  # one per seed, not one per variant
+    fine = U.plot_learning_curves(res, "Toy").axes[1]
+    by_seed = {}
+    for line in fine.lines:
+        by_seed.setdefault(line.get_label().rsplit("seed ", 1)[1], set()).add(tuple(line.get_color()))
+    assert len(by_seed) == 3 and all(len(c) == 1 for c in by_seed.values())
+    assert len({next(iter(c)) for c in by_seed.values()}) == 3
+
+
+def test_rows_are_reduced_only_when_their_facts_differ():
+    from romae import report
+
+    st = U.PAPER_STATS["BasicMotions"]
+    r = dict(name="BasicMotions", config=U.config("quick", ["BasicMotions"]), stats=st, full_stats=st,
+             data=dict(generated=False))
+    full = U.scale_of(r, "pre-trained", 40, 3)  # quick BasicMotions = Tables 12-13 as printed, 3 seeds
+    assert full["epochs"] == ["pre-training 400 + fine-tuning 50"] * 2
+    assert report.qualifiers(full, "quick") == []
+    assert report.qualifiers(U.scale_of(r, "pre-trained", 40, 2), "quick") == ["reduced"]  # 2 of 3 seeds
+    scarce = U.scale_of(r, "from scratch, 2 labelled per class", 8, 3)
+    assert scarce["data"] == [8, 8] and report.qualifiers(scarce, "quick") == []  # the design, not a reduction
+    big = dict(U.PAPER_STATS["LSST"])
+    r = dict(name="LSST", config=U.config("quick", ["LSST"]), stats=big, full_stats=big, data=dict(generated=False))
+    capped = U.scale_of(r, "pre-trained", big["n_train"], 3)  # quick caps each training at 1,500 steps
+    assert capped["epochs"][0] != capped["epochs"][1] and report.qualifiers(capped, "quick") == ["reduced"]
+    gen = dict(r, data=dict(generated=True))
+    assert "stand-in" in report.qualifiers(U.scale_of(gen, "pre-trained", big["n_train"], 3), "paper")
+
+
+def test_differences_say_resolved_or_equal():
+    rows = [dict(dataset="Toy", variant=v, seed=seed, accuracy=a, n_labelled=40)
+            for seed in (69, 84, 1066) for v, a in (("pre-trained", 1.0), ("from scratch", 1.0))]
+    test = type("T", (), {"__len__": lambda self: 40})()
+    r = dict(name="Toy", per_seed=pd.DataFrame(rows), data=dict(test=test))
+    d = U.differences(r).iloc[0]
+    assert d.verdict == "equal within +-0.025" and d["flagged"] == ""
+    rows = [dict(row, accuracy=row["accuracy"] - (0.2 + 0.01 * i) * (row["variant"] == "from scratch"))
+            for i, row in enumerate(rows)]
+    d = U.differences(dict(r, per_seed=pd.DataFrame(rows), flags={"from scratch": "loss spikes"})).iloc[0]
+    assert d.verdict == "resolved: pre-trained > from scratch" and "loss spikes" in d["flagged"]
 
 
 @pytest.fixture

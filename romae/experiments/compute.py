@@ -34,16 +34,20 @@ import pandas as pd
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from .. import runtime
+from .. import report, runtime
 from ..bench import TABLE9_VARIANTS, _sync, roofline, size_rows, table9, timed_steps
 from ..cache import cached
 from ..config import EncoderConfig, RoMAEConfig, check_profile, size
 from ..model import RoMAEForPrediction
 from ..reference import paper_value
-from ..report import device_label, record, save_table
+from ..report import device_label, record, save_table, scale
 
 PAPER_SIZES = ("tiny-shallow", "tiny", "small", "base")  # Table 8's columns
-PAPER_DEVICE = "NVIDIA GTX 1650 Ti, the authors' code (App. B.2)"
+PAPER_GPU = "NVIDIA GTX 1650 Ti"  # App. B.2: "calculated on an NVIDIA 1650Ti GPU"
+PAPER_DEVICE = f"{PAPER_GPU}, the authors' code (App. B.2)"
+# The authors' timing harness (branch add-perf-experiments, `performance_test`; /work/shared/paper/results.md,
+# Table 9): batch 64, 10 epochs over 10,000 copies of one image, 3 trials per variant, whole training calls timed
+PAPER_TIMING = dict(batch=64, images=10_000, epochs=10, trials=3)
 BACKENDS = {"default": None, "math": SDPBackend.MATH}  # None: PyTorch picks (fused where it can)
 DRY_LENGTH = 512  # a dry run on the CPU sweeps sequence lengths up to this
 
@@ -119,6 +123,29 @@ def table8() -> pd.DataFrame:
 # ---------------------------------------------------------------- Table 9
 
 
+def device_class(device: str | torch.device) -> str:
+    """The class of device a speed was measured on, for the row's scale: 'cpu', or the GPU's model; any GTX 1650
+    Ti is named as the paper names it, so a run on one compares with Table 9."""
+    dev = torch.device(device)
+    if dev.type != "cuda":
+        return dev.type
+    name = torch.cuda.get_device_name(dev)
+    return PAPER_GPU if "1650 ti" in name.lower().replace("1650ti", "1650 ti") else name
+
+
+def paper_timed_steps() -> int:
+    """Training steps the authors timed per variant: trials x epochs x ceil(images / batch) = 4,710."""
+    t = PAPER_TIMING
+    return t["trials"] * t["epochs"] * -(-t["images"] // t["batch"])
+
+
+def table9_scale(cfg: "ComputeConfig") -> dict:
+    """A Table 9 row's scale: the device class, the batch and the timed steps per variant beside the authors'.
+    Another device class makes the row "not comparable (other device)" in the summary."""
+    return scale(device=(device_class(cfg.device), PAPER_GPU), data=(cfg.batch, PAPER_TIMING["batch"]),
+                 steps=(cfg.rounds * cfg.steps, paper_timed_steps()))
+
+
 def table9_frame(result: dict) -> pd.DataFrame:
     """Table 9 from romae.bench.table9's result: steps/s, paired relative speed, the paper's value."""
     rows = [dict(positional_encoding=name, steps_per_s=result[name]["steps_per_s"],
@@ -144,7 +171,12 @@ def roofline_frame(results: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def plot_roofline(rf: pd.DataFrame, device: str):
+def title_tag(profile: str) -> str:
+    """'(quick profile, reduced)' for a figure title; '(paper profile)' at the paper's settings."""
+    return f"({report.title_tag(profile)})"
+
+
+def plot_roofline(rf: pd.DataFrame, device: str, profile: str):
     """Per workload: the measured step split into its parts, beside the ideal (all at the matmul limit)."""
     import matplotlib.pyplot as plt
     parts = [c for c in ("matmul_ms", "attention_ms", "optimizer_ms", "other_ms") if c in rf]
@@ -165,7 +197,7 @@ def plot_roofline(rf: pd.DataFrame, device: str):
         ax.set_ylabel("ms per training step")
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=7, frameon=False)
-    fig.suptitle(f"Roofline of a training step ({device})", fontsize=10)
+    fig.suptitle(f"Roofline of a training step on {device} {title_tag(profile)}", fontsize=10)
     fig.tight_layout(rect=(0, 0.07, 1, 1))
     return fig
 
@@ -267,33 +299,37 @@ def sweep_slopes(sweep: pd.DataFrame, last: int = 3) -> pd.DataFrame:
 # ---------------------------------------------------------------- figures
 
 
-def plot_table9(t9: pd.DataFrame, device: str):
-    """Bars: our relative speed beside the paper's, per positional encoding."""
+def plot_table9(t9: pd.DataFrame, device: str, profile: str, row_scale: dict):
+    """Ratios only: our speed of each encoding relative to absolute sin/cos (bars), the paper's ratios marked
+    (black lines). No absolute times: a CPU step at batch 8 and a GTX 1650 Ti at batch 64 share no scale.
+    row_scale: the rows' scale (`table9_scale`): on another device class the title says "NOT comparable"."""
     import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(5.5, 3.4))
+    comparable = row_scale["device"][0] == row_scale["device"][1]
+    fig, ax = plt.subplots(figsize=(6.2, 4.0), layout="constrained")
     x = np.arange(len(t9))
-    ax.bar(x - 0.2, t9.paper_relative_speed, 0.4, label=f"paper ({PAPER_DEVICE.split(',')[0]})",
-           color="0.7")
-    ax.bar(x + 0.2, t9.relative_speed, 0.4, label=f"ours ({device})", color="C0")
-    for xi, v in zip(x, t9.relative_speed):
-        ax.text(xi + 0.2, v + 0.01, f"{v:.2f}", ha="center", fontsize=8)
-    for xi, v in zip(x, t9.paper_relative_speed):
-        ax.text(xi - 0.2, v + 0.01, f"{v:.2f}", ha="center", fontsize=8)
+    ax.bar(x, t9.relative_speed, 0.55, color="C0", label=f"ours ({device}, batch {row_scale['data'][0]})")
+    ax.hlines(t9.paper_relative_speed, x - 0.36, x + 0.36, colors="k", lw=2.5,
+              label=f"paper ({PAPER_GPU}, batch {PAPER_TIMING['batch']}, the authors' code)")
+    for xi, ours, paper in zip(x, t9.relative_speed, t9.paper_relative_speed):
+        ax.text(xi, 0.45, f"ours\n{ours:.3f}", ha="center", va="center", fontsize=8, color="w")
+        ax.text(xi + 0.38, paper, f"paper {paper:.2f}", ha="left", va="center", fontsize=7)
     ax.set_xticks(x, t9.positional_encoding)
-    ax.set_ylim(0, 1.15)
-    ax.set_ylabel("relative speed (absolute = 1)")
-    ax.set_title("Table 9: training steps/s relative to absolute sin/cos")
-    ax.legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
+    ax.set_xlim(-0.5, len(t9) - 0.5 + 0.45)
+    ax.set_ylim(0, max(1.1, 1.05 * float(np.nanmax(t9.relative_speed))))  # a noisy smoke ratio may exceed 1
+    ax.set_ylabel("training steps/s relative to absolute (= 1)")
+    state = "comparable with the paper" if comparable else f"NOT comparable: other device ({PAPER_GPU} in the paper)"
+    ax.set_title(f"Table 9: relative speed {title_tag(profile)}\n{state}", fontsize=9)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=1, frameon=False)
     return fig
 
 
-def plot_sequence_cost(sweep: pd.DataFrame):
-    """Log-log step time and activation memory against N per backend, with slope-1 and slope-2 guides."""
+def plot_sequence_cost(sweep: pd.DataFrame, profile: str):
+    """Log-log step time and activation memory against N per backend, with slope-1 and slope-2 guides; legends
+    below the panels (off the data), one short label per axis."""
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.6), layout="constrained")
     for ax, col, label in ((axes[0], "seconds_per_step", "seconds per training step"),
-                           (axes[1], "activation_MB", "activation memory saved for backward (MiB)")):
+                           (axes[1], "activation_MB", "activation memory for backward (MiB)")):
         for i, (backend, g) in enumerate(sweep.groupby("backend", sort=False)):
             ax.loglog(g.n_tokens, g[col], "o-", color=f"C{i}", label=f"{backend} attention")
         if col == "activation_MB":
@@ -304,13 +340,14 @@ def plot_sequence_cost(sweep: pd.DataFrame):
         y0 = sweep[col].min()
         for slope, style in ((1, "--"), (2, "-.")):
             ax.loglog(n, y0 * (n / n[0]) ** slope, style, color="k", lw=0.8, alpha=0.6,
-                      label=f"slope {slope}")
+                      label=f"slope {slope} guide")
         ax.set_xlabel("tokens N")
         ax.set_ylabel(label)
         ax.grid(True, which="both", alpha=0.2)
-        ax.legend(fontsize=7)
-    fig.suptitle("Sec. 6: cost of one training step against sequence length (RoMAE encoder, 1-D RoPE)")
-    fig.tight_layout()
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
+    fig.suptitle(f"Sec. 6: cost of one training step against sequence length {title_tag(profile)}\n"
+                 "RoMAE encoder, 1-D continuous RoPE (ours; the paper states the limitation without measuring it)",
+                 fontsize=10)
     return fig
 
 
@@ -325,7 +362,7 @@ def _dry_label(frame: pd.DataFrame) -> pd.DataFrame:
 
 def run(profile: str = "smoke", reports_dir=None, cache_dir=None, refresh: bool = False,
         progress: bool = False) -> dict:
-    """Table 8, Table 9 and the length sweep for a profile; records rows and saves the tables.
+    """Table 8, Table 9 and the length sweep for a profile; records rows (returned as `rows`) and saves the tables.
 
     Timings are cached by (profile config, device name, torch version): re-running a notebook to
     restyle a figure does not re-time; pass refresh=True to time again.
@@ -335,21 +372,24 @@ def run(profile: str = "smoke", reports_dir=None, cache_dir=None, refresh: bool 
     key = dict(config=cfg, device=device, torch=torch.__version__)
 
     t8 = table8()
-    for r in t8.itertuples():
-        record("table8_model_sizes", r.size, "block_params_M", r.ours_M, profile=profile,
-               device="exact count",
-               note=f"{r.block_params} parameters in {r.depth} blocks", reports_dir=reports_dir)
+    rows = []
+    for r in t8.itertuples():  # a count, not a run: no scale
+        rows.append(record("table8_model_sizes", r.size, "block_params_M", r.ours_M, profile=profile, scale={},
+                           device="exact count", note=f"{r.block_params} parameters in {r.depth} blocks",
+                           reports_dir=reports_dir))
     save_table(t8, "table8_model_sizes", reports_dir)
 
     res9 = cached("table9_compute", key, lambda: table9(cfg.batch, cfg.rounds, cfg.steps, cfg.warmup,
                                                          cfg.device, progress=progress),
                   cache_dir=cache_dir, refresh=refresh)
     t9 = _dry_label(table9_frame(res9))
+    t9_scale = table9_scale(cfg)
     for r in t9.itertuples():
-        record("table9_compute", r.positional_encoding, "relative_speed", r.relative_speed, profile=profile,
-               device=device, n_seeds=1, reports_dir=reports_dir,
-               note=f"paired median of {cfg.rounds}x{cfg.steps} steps, batch {cfg.batch}, "
-                    f"{r.steps_per_s:.3g} steps/s; paper: {PAPER_DEVICE}")
+        rows.append(record(
+            "table9_compute", r.positional_encoding, "relative_speed", r.relative_speed, profile=profile,
+            scale=t9_scale, device=device, n_seeds=1, reports_dir=reports_dir,
+            note=f"paired median of {cfg.rounds}x{cfg.steps} single steps, batch {cfg.batch}; paper: {PAPER_DEVICE}, "
+                 f"batch {PAPER_TIMING['batch']}, wall time of whole training calls"))
     save_table(t9, "table9_compute", reports_dir)
 
     rf_raw = cached("roofline", key, lambda: [
@@ -370,5 +410,5 @@ def run(profile: str = "smoke", reports_dir=None, cache_dir=None, refresh: bool 
     sweep = _dry_label(pd.DataFrame(cached("sequence_length_cost", key, sweep_all, cache_dir=cache_dir,
                                            refresh=refresh)))
     save_table(sweep, "table_sequence_length_cost", reports_dir)
-    return dict(config=cfg, device=device, table8=t8, table9=t9, table9_raw=res9, roofline=rf, sweep=sweep,
-                slopes=sweep_slopes(sweep))
+    return dict(config=cfg, device=device, table8=t8, table9=t9, table9_raw=res9, table9_scale=t9_scale,
+                roofline=rf, sweep=sweep, slopes=sweep_slopes(sweep), rows=rows)

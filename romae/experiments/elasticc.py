@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import runtime, store
+from .. import report, runtime, store
 from ..cache import CACHE
 from ..config import RoMAEConfig, TrainConfig, check_profile, size
 from ..data import elasticc, files, lightcurves
@@ -48,12 +48,13 @@ from ..recipe import DROP_PATH_RULE, plot_learning_curves as plot_histories, pre
 from ..model import prediction_config
 from ..plan import Training
 from ..reference import peer_values
-from ..report import record, save_table
+from ..report import difference, difference_text, loss_flags, record, save_table, scale
 
 EXPERIMENT = "table4_elasticc"
 STAND_IN = "stand-in light curves (not ELAsTiCC)"
 DRY_PER_CLASS = 6  # a dry run without ELAsTiCC: generated light curves per class (`dry_generated`)
 FLUX_TRANSFORMS = ("raw", "asinh")
+MARGIN = 0.01  # macro-F1: the smallest effect of pre-training that matters (ours)
 
 
 @dataclass(frozen=True)
@@ -313,16 +314,77 @@ def run(profile: str = "smoke", data_root=None, reports_dir=None, cache_dir=None
                                  pretrain_seconds=res["seconds"]["pretrain"],
                                  finetune_seconds=res["seconds"]["finetune"], note=_note(cfg, d, res, encoder, pretrained)))
     per_seed = pd.DataFrame(rows)
+    effect = pd.concat([pretraining_effect(per_seed, m) for m in ("macro_f1", "accuracy")], ignore_index=True)
+    flags = {}
     for label, f in per_seed.groupby("setting", sort=False):
+        runs = [results[(label, s)] for s in f.seed]
+        curves = training_losses(runs)
+        flags[label] = "; ".join(x for x in map(loss_flags, curves) if x)  # as `record` notes it
+        row_scale = run_scale(cfg, d, bool(f.pretrained.iloc[0]), len(f))
         for metric in ("macro_f1", "accuracy"):
             n = len(f)
+            verdicts = "; ".join(f"pre-trained minus from scratch ({r.metric}): {r.text}" for r in effect.itertuples()
+                                 if r.metric == metric and label in (r.pretrained, r.scratch))
             record(EXPERIMENT, label, metric, float(f[metric].mean()), ours_std=float(f[metric].std(ddof=1)) if n > 1 else None,
-                   n_seeds=n, profile=profile, note=f.note.iloc[0], reports_dir=reports_dir)
+                   n_seeds=n, profile=profile, scale=row_scale, losses=curves,
+                   note=f.note.iloc[0] + (f"; {verdicts}" if verdicts else ""), reports_dir=reports_dir)
     table = comparison_table(per_seed, profile, d["stand_in"], d["generated"])
     save_table(table, EXPERIMENT, reports_dir)
     save_table(per_seed.drop(columns="note"), f"{EXPERIMENT}_per_seed", reports_dir)
-    return dict(config=cfg, found=True, message="", data=d, results=results, per_seed=per_seed, table=table,
-                seconds=time.perf_counter() - t0)
+    return dict(config=cfg, profile=profile, found=True, message="", data=d, results=results, per_seed=per_seed,
+                table=table, pretraining_effect=effect, training_flags=flags, seconds=time.perf_counter() - t0)
+
+
+def run_scale(cfg: ElasticcRun, d: dict, pretrained: bool, n_seeds: int) -> dict:
+    """A row's scale (`report.scale`): the light curves (ELAsTiCC, the stand-in, or a dry run's generated ones),
+    how many trained, epochs (pre-training + fine-tuning) and seeds, beside the `paper` profile's (Table 18; the
+    authors ran one seed, fold 0)."""
+    paper = PROFILES["paper"]
+    dataset = ("stand-in light curves" if d["stand_in"] else "generated light curves (dry run)" if d["generated"]
+               else "ELAsTiCC")
+    return scale(dataset=(dataset, "ELAsTiCC"),
+                 data=(len(d["train"]), None),  # the paper gives ~1.8 M light curves in all, not its training count
+                 epochs=(f"{cfg.pretrain_epochs if pretrained else 0} + {cfg.finetune_epochs}",
+                         f"{paper.pretrain_epochs if pretrained else 0} + {paper.finetune_epochs}"),
+                 seeds=(n_seeds, len(paper.seeds)))
+
+
+training_losses = report.training_losses  # the loss curves of pretrain_finetune results, for record(losses=)
+
+
+def pretraining_effect(per_seed: pd.DataFrame, metric: str = "macro_f1", margin: float = MARGIN) -> pd.DataFrame:
+    """Per encoder, pre-trained minus from scratch, paired by seed, with its uncertainty and verdict
+    (`report.difference`; one seed: "not resolved at this scale (1 seed)")."""
+    cols = ["encoder", "metric", "pretrained", "scratch", "difference", "se", "n_seeds", "margin", "verdict", "text"]
+    rows = []
+    for enc, g in per_seed.groupby("encoder", sort=False):
+        pre, scratch = g[g.pretrained].set_index("seed"), g[~g.pretrained].set_index("seed")
+        seeds = pre.index.intersection(scratch.index)
+        if len(seeds) == 0:
+            continue
+        res = difference(pre.loc[seeds, metric].to_numpy(), scratch.loc[seeds, metric].to_numpy(), margin,
+                         names=("pre-trained", "from scratch"))
+        rows.append(dict(encoder=enc, metric=metric, pretrained=pre.setting.iloc[0], scratch=scratch.setting.iloc[0],
+                         difference=res["diff"], se=res["se"], n_seeds=res["n"], margin=margin, verdict=res["verdict"],
+                         text=difference_text(res)))
+    return pd.DataFrame(rows, columns=cols)
+
+
+def flux_scale(data: store.TokenStore, flux_transform: str = "raw", limit: int = 2000) -> dict:
+    """How large the pre-training loss is before the model learns anything: per light curve, the MSE of predicting
+    zero for every token (the mean over its tokens of (flux^2 + error^2) / 2, in the units the model sees: FLUXCAL^2
+    for raw flux). Returns its 5th, 50th and 95th percentiles and max over up to `limit` light curves (evenly
+    spread over the view), and their count. A masked-token MSE on raw flux moves with the brightness of the light
+    curves in a batch as much as with what the model has learned."""
+    idx = np.unique(np.linspace(0, len(data) - 1, min(limit, len(data))).round().astype(np.int64))
+    f = _transform(flux_transform)
+    mse = []
+    for i in idx:
+        v = torch.as_tensor(data.sample(int(i))["values"], dtype=torch.float64)
+        v = v if f is None else f(v)
+        mse.append(float((v ** 2).mean()))
+    q = np.percentile(mse, [5, 50, 95])
+    return dict(p5=float(q[0]), median=float(q[1]), p95=float(q[2]), max=float(np.max(mse)), n=len(mse))
 
 
 def comparison_table(per_seed: pd.DataFrame, profile: str, stand_in: bool, generated: bool = False) -> pd.DataFrame:
@@ -350,6 +412,11 @@ def confusion(res: dict, label: str, seed: int) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- figures
+
+def title_tag(profile: str) -> str:
+    """'(quick profile, reduced)' for a figure title; '(paper profile)' at the paper's settings."""
+    return f"({report.title_tag(profile)})"
+
 
 def plot_light_curves(data: store.TokenStore, idx, classes=None, title: str = ""):
     """Flux +- error against days since the first observation, one colour per band, one panel per sample."""
@@ -383,7 +450,7 @@ def plot_confusion(res: dict, label: str, seed: int):
         if v >= 0.005:
             ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7, color="w" if v > 0.5 else "k")
     ax.set(xticks=range(len(classes)), yticks=range(len(classes)), xlabel="predicted", ylabel="true",
-           title=label + f", seed {seed} (row-normalised)")
+           title=f"{label}, seed {seed}\n{title_tag(res['profile'])}, row-normalised")
     ax.set_xticklabels(classes, rotation=45, ha="right", fontsize=8)
     ax.set_yticklabels(classes, fontsize=8)
     fig.colorbar(im, ax=ax, fraction=0.04)
@@ -392,14 +459,18 @@ def plot_confusion(res: dict, label: str, seed: int):
 
 
 def plot_learning_curves(res: dict):
-    """Pre-training loss, and fine-tuning loss of the pre-trained and from-scratch classifiers."""
-    stand_in = res["data"]["stand_in"]
+    """Pre-training loss, and fine-tuning loss of the pre-trained and from-scratch classifiers; a flagged training
+    (`report.loss_flags`) says so in its legend entry."""
+    stand_in, cfg, flags = res["data"]["stand_in"], res["config"], res.get("training_flags", {})
+    flag = lambda label: " [TRAINING FLAG]" if flags.get(label) else ""  # noqa: E731
     runs = [dict(pretrain=r["pretrain_history"], finetune=r["finetune_history"],
-                 pretrain_label=f"{label.split(', ')[-2] if stand_in else label}, seed {seed}",
-                 finetune_label=f"{label.rsplit(', ', 1)[-1]}, seed {seed}")
+                 pretrain_label=f"{label.split(', ')[-2] if stand_in else label}, seed {seed}{flag(label)}",
+                 finetune_label=f"{label.rsplit(', ', 1)[-1]}, seed {seed}{flag(label)}")
             for (label, seed), r in res["results"].items()]
-    return plot_histories(runs, pretrain_ylabel="masked-token MSE", finetune_ylabel="cross-entropy",
-                          yscale=("log", "log"))
+    tag, data = title_tag(res["profile"]), "stand-in" if stand_in else data_label(res["data"])
+    units = "FLUXCAL²" if cfg.flux_transform == "raw" else f"{cfg.flux_transform} flux²"
+    return plot_histories(runs, pretrain_ylabel=f"masked-token MSE ({units})", finetune_ylabel="cross-entropy",
+                          yscale=("log", "log"), titles=(f"pre-training on {data} {tag}", f"fine-tuning on {data} {tag}"))
 
 
 def main(argv=None) -> None:

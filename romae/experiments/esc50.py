@@ -1,6 +1,6 @@
 """ESC-50 audio classification (Sec. 5.3, App. D.2, Table 3): the first public code of RoMAE on audio.
 
-Clips become SSAST's features (`romae.audio.fbank`: Kaldi-compatible 128-bin log-Mel, 25 ms window,
+Clips become SSAST's features (`romae.audio.fbank`: Kaldi-compatible 128-bin log-Mel, 25 ms Hann window,
 10 ms shift, no dither), padded with zeros to a multiple of 16 frames (ESC-50's 498 frames -> 512, as
 SSAST), normalised with the training data's mean and std, and cut into 16 x 16 patches on (time,
 frequency) with 2-D integer positions, as SSAST's patch model. RoMAE-small is pre-trained **without [CLS]**
@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import runtime
+from .. import report, runtime
 from ..audio import fbank, from_spectrograms
 from ..images import mae_reconstruction
 from ..config import RoMAEConfig, TrainConfig, check_profile, size
@@ -38,12 +38,13 @@ from ..data.catalog import Need, require
 from ..model import RoMAEForPreTraining, prediction_config
 from ..plan import Training
 from ..recipe import pretrain_finetune
-from ..reference import peer_values
-from ..report import record, save_table
+from ..reference import paper_values, peer_values
+from ..report import difference, difference_text, loss_flags, record, save_table, scale
 
 EXPERIMENT = "table3_esc50"
 SUBSET = "subset, no external pre-training"
 SOURCES = {"audioset": "AudioSet-20k", "librispeech": "LibriSpeech", "esc50": "the ESC-50 training clips"}
+MARGIN = 2.0  # accuracy points: the smallest effect of pre-training that matters (Table 3's tolerance, ours)
 
 
 @dataclass(frozen=True)
@@ -53,9 +54,11 @@ class ESC50Run:
     pretrain_sources: tuple[str, ...] = ("audioset", "librispeech")  # Table 3's two rows; "esc50": its own clips
     audioset_dir: str | None = None  # the user's AudioSet-20k clips (named by YouTube id)
     librispeech_splits: tuple[str, ...] = ("train-clean-100",)  # which splits the paper used is not stated
-    protocol: str = "5fold"  # 5fold: ESC-50's official folds (SSAST's protocol) | split: inside the clips found
+    protocol: str = "5fold"  # 5fold: ESC-50's official folds (SSAST's protocol) | split: inside the clips found |
+    #                          cv: stratified k-fold cross-validation over every clip found (each clip tested once)
     split_fold: int = 4  # protocol "split": the fold the test clips come from (the shared subset holds fold 4)
     test_per_class: int = 2  # protocol "split"
+    cv_folds: int = 4  # protocol "cv": folds (each class needs at least this many clips)
     encoder: str = "small"  # Sec. 5.3
     decoder: str = "tiny-shallow"  # App. A.1 (the authors published no audio code)
     patch: int = 16  # SSAST's 16 x 16 patches
@@ -83,8 +86,10 @@ class ESC50Run:
         bad = [s for s in self.pretrain_sources if s not in SOURCES]
         if bad:
             raise ValueError(f"unknown pre-training sources {bad}; choose from {list(SOURCES)}")
-        if self.protocol not in ("5fold", "split"):
-            raise ValueError(f"protocol must be '5fold' or 'split', got {self.protocol!r}")
+        if self.protocol not in ("5fold", "split", "cv"):
+            raise ValueError(f"protocol must be '5fold', 'split' or 'cv', got {self.protocol!r}")
+        if self.cv_folds < 2:
+            raise ValueError(f"cv_folds must be >= 2, got {self.cv_folds}")
         if self.pretrain_frames % self.patch or self.mel_bins % self.patch:
             raise ValueError(f"patch {self.patch} must divide pretrain_frames={self.pretrain_frames} and "
                              f"mel_bins={self.mel_bins}")
@@ -113,8 +118,10 @@ class ESC50Run:
 
 PROFILES = {
     "paper": ESC50Run(),
-    # the shared 414 clips on a 2-core CPU in ~30 min: RoMAE-tiny-shallow, pre-trained on the training clips
-    "quick": ESC50Run(pretrain_sources=("esc50",), protocol="split", encoder="tiny-shallow", seeds=(0, 1),
+    # the shared 414 clips on a 2-core CPU in about an hour: RoMAE-tiny-shallow, pre-trained on each fold's
+    # training clips; 4-fold stratified cross-validation, so every clip is tested once (414 test predictions per
+    # arm, not 100) and pre-training's effect is paired over 4 folds
+    "quick": ESC50Run(pretrain_sources=("esc50",), protocol="cv", cv_folds=4, encoder="tiny-shallow", seeds=(0,),
                       pretrain_epochs=150, finetune_epochs=50, from_scratch=True, warmup_cap=0.1),
     "smoke": ESC50Run(pretrain_sources=("esc50",), protocol="split", encoder="tiny-shallow", seeds=(0,),
                       pretrain_epochs=1, finetune_epochs=1, from_scratch=True, warmup_cap=0.1, max_clips=3,
@@ -234,6 +241,19 @@ def _splits(d: dict, cfg: ESC50Run) -> list[tuple[str, np.ndarray, np.ndarray]]:
     labels, folds = d["labels"], d["folds"]
     if cfg.protocol == "5fold":
         return [(f"fold {k}", np.flatnonzero(folds != k), np.flatnonzero(folds == k)) for k in range(1, 6)]
+    if cfg.protocol == "cv":
+        from sklearn.model_selection import StratifiedKFold
+
+        counts = np.bincount(labels)
+        if counts[counts > 0].min() < cfg.cv_folds:
+            raise ValueError(f"cv_folds={cfg.cv_folds} needs at least {cfg.cv_folds} clips of every class; the "
+                             f"rarest class here has {counts[counts > 0].min()}")
+        folds_ = StratifiedKFold(cfg.cv_folds, shuffle=True, random_state=0).split(np.zeros(len(labels)), labels)
+        out = [(f"cv fold {k + 1} of {cfg.cv_folds}", np.sort(tr), np.sort(te)) for k, (tr, te) in enumerate(folds_)]
+        if cfg.max_clips is not None:  # smoke: a few clips of each class
+            keep = lambda idx: np.concatenate([idx[labels[idx] == c][:cfg.max_clips] for c in np.unique(labels[idx])])  # noqa: E731
+            out = [(n, keep(tr), keep(te)) for n, tr, te in out]
+        return out
     rng = np.random.default_rng(0)
     test = []
     for c in np.unique(labels):
@@ -325,21 +345,82 @@ def run(profile: str = "smoke", data_root=None, reports_dir=None, cache_dir=None
                         profile=profile)
                     label = setting(cfg, source, pretrained, subset)
                     results[(label, split_name, seed)] = res
-                    rows.append(dict(setting=label, split=split_name, seed=seed, accuracy_pct=100 * res["metrics"]["accuracy"],
+                    rows.append(dict(setting=label, split=split_name, seed=seed, pretrain_source=source if pretrained else None,
+                                     accuracy_pct=100 * res["metrics"]["accuracy"],
                                      macro_f1=res["metrics"]["macro_f1"], n_train=len(train), n_test=len(test),
                                      pretrain_steps=res["steps"]["pretrain"], finetune_steps=res["steps"]["finetune"],
                                      pretrain_seconds=res["seconds"]["pretrain"], finetune_seconds=res["seconds"]["finetune"]))
     per_run = pd.DataFrame(rows)
+    effect = pretraining_effect(per_run)
+    n_splits, flags = per_run.split.nunique(), {}
     for label, f in per_run.groupby("setting", sort=False):  # written by the main process only
         per_seed = f.groupby("seed").accuracy_pct.mean()  # mean over folds, per seed
+        verdicts = "; ".join(f"{r.pretrained} minus {r.scratch}: {r.text}" for r in effect.itertuples()
+                             if label in (r.pretrained, r.scratch))
+        runs = [results[(label, r.split, r.seed)] for r in f.itertuples()]
+        curves = training_losses(runs)
+        flags[label] = "; ".join(x for x in map(loss_flags, curves) if x)  # as `record` notes it
         record(EXPERIMENT, label, "accuracy_pct", float(per_seed.mean()),
                ours_std=float(per_seed.std(ddof=1)) if len(per_seed) > 1 else None, n_seeds=len(per_seed),
-               profile=profile, note=_note(cfg, d, f, subset, generated), reports_dir=reports_dir)
+               profile=profile, scale=run_scale(cfg, d, f, n_splits, external), losses=curves,
+               note=_note(cfg, d, f, subset, generated) + (f"; {verdicts}" if verdicts else ""),
+               reports_dir=reports_dir)
     table = comparison_table(per_run, profile, subset)
     save_table(table, EXPERIMENT, reports_dir)
     save_table(per_run, f"{EXPERIMENT}_per_run", reports_dir)
-    return dict(config=cfg, found=True, message="", data=d, views=views, results=results, per_run=per_run,
-                table=table, seconds=time.perf_counter() - t0)
+    return dict(config=cfg, profile=profile, subset=subset, found=True, message="", data=d, views=views,
+                results=results, per_run=per_run, table=table, pretraining_effect=effect, training_flags=flags,
+                seconds=time.perf_counter() - t0)
+
+
+def _clips_text(n_train: int, n_test: int, n_splits: int, protocol: str) -> str:
+    return f"{n_train} train / {n_test} test clips x {n_splits} {'split(s)' if protocol == 'split' else 'fold(s)'}"
+
+
+def run_scale(cfg: ESC50Run, d: dict, f: pd.DataFrame, n_splits: int, external: dict) -> dict:
+    """A row's scale (`report.scale`): the clips it was fine-tuned and tested on and what it was pre-trained on,
+    model, epochs (pre-training + fine-tuning), seeds and sample rate, beside the paper's (the `paper` profile,
+    Table 11, and SSAST's 5-fold protocol on ESC-50's 2,000 clips: 1,600 train / 400 test per fold). A row
+    pre-trained on the ESC-50 clips is set beside the paper's AudioSet-20k pre-training (Table 3's best row)."""
+    paper, r = PROFILES["paper"], f.iloc[0]
+    source = r.pretrain_source if isinstance(r.pretrain_source, str) else None
+    pre_n = None if source is None else len(external[source][0]) if source in external else int(r.n_train)
+    paper_source = source if source in PAPER_CLIPS and source != "esc50" else "audioset"
+    ours = _clips_text(int(r.n_train), int(r.n_test), n_splits, cfg.protocol)
+    theirs = _clips_text(PAPER_CLIPS["esc50"], 2_000 // ESC50_FOLDS, ESC50_FOLDS, paper.protocol)
+    if source is not None:
+        ours += f"; pre-training {pre_n} clips ({SOURCES[source]})"
+        theirs += f"; pre-training {PAPER_CLIPS[paper_source]} clips ({SOURCES[paper_source]})"
+    return scale(dataset=("generated clips (dry run)" if d["source"] == "generated" else "ESC-50", "ESC-50"),
+                 data=(ours, theirs), resolution=(f"{d['sample_rate']} Hz", f"{esc50.SAMPLE_RATE} Hz"),  # SSAST: 16 kHz
+                 model=(f"RoMAE-{cfg.encoder}", f"RoMAE-{paper.encoder}"),
+                 epochs=(f"{cfg.pretrain_epochs if source else 0} + {cfg.finetune_epochs}",  # from scratch: 0 + ...
+                         f"{paper.pretrain_epochs if source else 0} + {paper.finetune_epochs}"),
+                 seeds=(f.seed.nunique(), None))  # the paper does not say how many seeds
+
+
+training_losses = report.training_losses  # the loss curves of pretrain_finetune results, for record(losses=)
+
+
+def pretraining_effect(per_run: pd.DataFrame, margin: float = MARGIN) -> pd.DataFrame:
+    """Pre-trained minus from scratch, paired by (fold, seed) -- each fold of each seed is one replicate, trained
+    and tested on the same clips in both arms -- with its uncertainty and verdict (`report.difference`): one row
+    per pre-trained setting that has a from-scratch control."""
+    cols = ["pretrained", "scratch", "difference", "se", "n_pairs", "margin", "verdict", "text"]
+    scratch = [s for s in per_run.setting.unique() if s.endswith("from scratch")]
+    if not scratch:
+        return pd.DataFrame(columns=cols)
+    acc = per_run.groupby(["setting", "split", "seed"], sort=False).accuracy_pct.mean()
+    b = acc[scratch[0]]
+    rows = []
+    for a_name in (s for s in per_run.setting.unique() if s not in scratch):
+        a = acc[a_name]
+        pairs = a.index.intersection(b.index)  # (fold, seed)
+        res = difference(a[pairs].to_numpy(), b[pairs].to_numpy(), margin, names=("pre-trained", "from scratch"))
+        rows.append(dict(pretrained=a_name, scratch=scratch[0], difference=res["diff"], se=res["se"], n_pairs=res["n"],
+                         margin=margin, verdict=res["verdict"],
+                         text=difference_text(res, "points", replicates="fold x seed pairs")))
+    return pd.DataFrame(rows, columns=cols)
 
 
 def _note(cfg: ESC50Run, d: dict, f: pd.DataFrame, subset: bool, generated=()) -> str:
@@ -351,7 +432,7 @@ def _note(cfg: ESC50Run, d: dict, f: pd.DataFrame, subset: bool, generated=()) -
            f"no [CLS]), " if pd.notna(r.pretrain_steps) else "from scratch, ")
     return (where + f"{f.split.iloc[0]}: {r.n_train} train / {r.n_test} test clips; RoMAE-{cfg.encoder}, 128-bin "
             f"Kaldi fbank, 16x16 patches; " + pre + f"fine-tuned {cfg.finetune_epochs} epochs ({r.finetune_steps} "
-            f"steps), mean head; {f.seed.nunique()} seed(s)" + ("; reduced" if subset else "")
+            f"steps), mean head; {f.seed.nunique()} seed(s)"
             + ("; dry run: the first fold only" if runtime.dry_run() and cfg.protocol == "5fold" else "")
             + (f"; {', '.join(generated)}: {runtime.DRY_LABEL}" if generated else ""))
 
@@ -369,6 +450,39 @@ def comparison_table(per_run: pd.DataFrame, profile: str, subset: bool) -> pd.Da
 
 
 # ----------------------------------------------------------------------------- figures
+
+def title_tag(profile: str) -> str:
+    """'(quick profile, reduced)' for a figure title; '(paper profile)' at the paper's settings."""
+    return f"({report.title_tag(profile)})"
+
+
+def plot_accuracy(res: dict):
+    """Our accuracy per setting (the mean over seeds as a bar, each seed's mean over folds as a dot) beside the
+    published values as horizontal lines: the paper's RoMAE-small rows (Table 3) and the peers (SSAST after
+    AudioSet-20k / LibriSpeech as the paper quotes them, SSAST from scratch from its own paper)."""
+    f, profile = res["per_run"], res["profile"]
+    acc = f.groupby(["setting", "seed"], sort=False).accuracy_pct.mean()
+    names = list(dict.fromkeys(acc.index.get_level_values(0)))
+    fig, ax = plt.subplots(figsize=(9, 4.8), layout="constrained")
+    x = np.arange(len(names))
+    ax.bar(x, [acc[n].mean() for n in names], 0.55, color="tab:blue", alpha=0.35, label="ours, mean over seeds")
+    for i, n in enumerate(names):
+        ax.plot(np.full(len(acc[n]), i), acc[n].to_numpy(), "o", color="tab:blue", label="ours, one seed" if i == 0 else None)
+    published = [(f"paper: {r['setting']}", r["paper"]) for r in paper_values() if r["experiment"] == EXPERIMENT]
+    published += [(f"{r['model']} (published)", r["value"]) for r in peer_values(EXPERIMENT)]
+    styles = ["-", "--", "-.", ":", (0, (5, 1))]
+    for k, (name, v) in enumerate(published):
+        ax.axhline(v, color="k" if name.startswith("paper") else f"C{k + 1}", ls=styles[k % len(styles)], lw=1.2,
+                   label=f"{name}: {v:g} %")
+    ax.axhline(100 / len(res["data"]["classes"]), color="0.5", ls=":", lw=1, label="chance")
+    ax.set_xticks(x, [n.replace(", ", ",\n") for n in names], fontsize=7)
+    ax.set(ylabel="accuracy (%)", ylim=(0, 100))
+    what = ("ours on the subset, no external pre-training: not comparable with the published rows" if res["subset"]
+            else "ESC-50, 5-fold cross-validation")
+    ax.set_title(f"Table 3: ESC-50 accuracy {title_tag(profile)}\n{what}", fontsize=9)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    return fig
+
 
 def reconstruct(model: RoMAEForPreTraining, data, idx, seed: int = 0) -> dict:
     """MAE's picture (`romae.images.mae_reconstruction`) of clips idx: {original, masked, prediction, pasted}
@@ -397,7 +511,7 @@ def plot_reconstruction(res: dict, label: str, split: str, seed: int, i: int = 0
         ax.set(title=title, ylabel="Mel bin")
     axes[-1].set(xlabel="frame (10 ms)")
     name = res["data"]["classes"][int(data.labels[i])]
-    fig.suptitle(f"{label}, seed {seed}: test clip of class '{name}'", fontsize=9)
+    fig.suptitle(f"{label}, seed {seed}: test clip of class '{name}' {title_tag(res['profile'])}", fontsize=9)
     fig.tight_layout()
     return fig
 
@@ -419,7 +533,8 @@ def plot_per_class(res: dict, label: str):
     ax.bar(range(len(order)), acc[order], color="tab:blue")
     ax.set_xticks(range(len(order)))
     ax.set_xticklabels([res["data"]["classes"][k] for k in order], rotation=90, fontsize=6)
-    ax.set(ylabel="accuracy", ylim=(0, 1), title=f"per-class accuracy on the test clips: {label}")
+    ax.set(ylabel="accuracy", ylim=(0, 1),
+           title=f"per-class accuracy on the test clips {title_tag(res['profile'])}: {label}")
     fig.tight_layout()
     return fig
 

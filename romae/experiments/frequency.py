@@ -19,6 +19,12 @@ t x 100 learned; the quick profile therefore scales t by T - 1 = 99 (positions =
 and also evaluates the raw-t model as a control, both labelled in the results. The paper profile keeps
 raw t, as the authors ran it.
 
+The claim of Figures 3 and 4 (the FFT error grows with frequency above 9 Hz) is recorded with the trivial
+predictor's error on the same series (`trivial`: the observed points kept, every hidden point filled with 0
+or with the series' observed mean, whichever scores lower); the summary counts the claim only when the
+model's time-domain MSE is at most half of it. Every row records its scale (`run_scale`: series, epochs,
+model and positions beside the `paper` profile's), so rescaled positions show as such.
+
 Figure 5 is one 1 + 5 Hz realisation with its spectrum. Trained models and evaluations are cached
 (`romae.cache.cached`), keyed by the resolved config.
 """
@@ -26,6 +32,8 @@ Figure 5 is one 1 + 5 Hz realisation with its spectrum. Trained models and evalu
 from __future__ import annotations
 
 import dataclasses
+import json
+import math
 from dataclasses import dataclass, field
 
 import matplotlib.pyplot as plt
@@ -33,12 +41,12 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import plan, runtime
+from .. import plan, report, runtime
 from ..cache import cached
 from ..config import RoMAEConfig, TrainConfig, check_profile, size
 from ..data.sines import SineConfig, one_mode_freqs, sine_series, snr, two_mode_freqs
 from ..model import RoMAEForPreTraining
-from ..report import record, save_table
+from ..report import learned, loss_flags, record, save_table, scale
 from ..train import fit_cached
 
 EXPERIMENT = "fig3_frequency_retention"
@@ -203,15 +211,40 @@ def evaluate(model: RoMAEForPreTraining, series: dict[str, np.ndarray], batch: i
     recon = torch.cat([model.reconstruct(x["values"][i:i + batch].to(dev), x["positions"][i:i + batch].to(dev),
                                          x["mask"][i:i + batch].to(dev)).cpu()
                        for i in range(0, len(x["values"]), batch)]).squeeze(-1).numpy()
+    return series_metrics(recon, series), recon
+
+
+def series_metrics(recon: np.ndarray, series: dict[str, np.ndarray]) -> pd.DataFrame:
+    """Per-series errors of reconstructions recon [n, T] (observed points + predictions) of `series`:
+    time-domain MSE on the hidden points against the noisy values (the training loss) and the clean signal,
+    and the FFT errors (`fft_errors`)."""
     hidden = ~series["observed"]
     n_hidden = hidden.sum(1)
     fft_mse, bin_mse = fft_errors(recon, series["clean"], series["freqs"])
-    frame = pd.DataFrame(dict(
+    return pd.DataFrame(dict(
         f1=series["freqs"][:, 0], f2=series["freqs"][:, 1],
         time_mse_noisy=((recon - series["values"]) ** 2 * hidden).sum(1) / n_hidden,  # the training loss
         time_mse_clean=((recon - series["clean"]) ** 2 * hidden).sum(1) / n_hidden,
         fft_mse=fft_mse, fft_bin_mse=bin_mse))
-    return frame, recon
+
+
+# The trivial interpolators a model must beat before the figures' claims count (`trivial`): the observed
+# points kept, every hidden point filled with a constant.
+TRIVIAL = {"zero": "predicting 0 at every hidden point",
+           "mean": "each series' observed mean at every hidden point"}
+
+
+def trivial_reconstruction(series: dict[str, np.ndarray], how: str) -> np.ndarray:
+    """The series [n, T] with every hidden point replaced by 0 (`how` = "zero") or by the mean of that series'
+    observed points ("mean")."""
+    obs, values = series["observed"], series["values"].astype(np.float64)
+    if how == "zero":
+        fill = np.zeros((len(values), 1))
+    elif how == "mean":
+        fill = (values * obs).sum(1, keepdims=True) / obs.sum(1, keepdims=True)
+    else:
+        raise ValueError(f"unknown trivial predictor {how!r}; choose among {', '.join(TRIVIAL)}")
+    return np.where(obs, values, fill)
 
 
 METRICS = ("time_mse_noisy", "time_mse_clean", "fft_mse", "fft_bin_mse")
@@ -250,16 +283,34 @@ def trend_table(one: pd.DataFrame, f_min: int = 9) -> pd.DataFrame:
 
 # ----------------------------------------------------------------------------- the experiment
 
+def test_series(cfg: FrequencyConfig) -> dict[str, dict]:
+    """The evaluation series of `cfg`: one mode (n_test_one per test frequency), two modes (n_test_two per pair
+    of test frequencies) and Figure 5's example -> {one, two, example} (a dry run: a few of each)."""
+    n_one, n_two = runtime.dry_count(cfg.n_test_one, 2), runtime.dry_count(cfg.n_test_two, 1)  # dry run: a few
+    return dict(one=sine_series(len(cfg.test_freqs) * n_one, cfg.test_seed, cfg.sines,
+                                freqs=one_mode_freqs(cfg.test_freqs, n_one)),
+                two=sine_series(len(cfg.test_freqs) * (len(cfg.test_freqs) - 1) // 2 * n_two,
+                                cfg.test_seed + 1, cfg.sines, freqs=two_mode_freqs(cfg.test_freqs, n_two)),
+                example=sine_series(1, cfg.test_seed + 2, cfg.sines, freqs=np.array([cfg.example_freqs])))
+
+
+def trivial(cfg: FrequencyConfig) -> dict:
+    """The trivial predictor of `cfg`'s test series, scored as the model is: of TRIVIAL's two, the one with
+    the lower mean time-domain MSE (hidden points vs noisy values) over the one- and two-mode series.
+    -> {name (its description), how, one, two (per-series frames as `evaluate`'s)}."""
+    series = test_series(cfg)
+    frames = {how: {k: series_metrics(trivial_reconstruction(series[k], how), series[k]) for k in ("one", "two")}
+              for how in TRIVIAL}
+    how = min(TRIVIAL, key=lambda h: sum(frames[h][k].time_mse_noisy.mean() for k in ("one", "two")))
+    return dict(name=TRIVIAL[how], how=how, **frames[how])
+
+
 def evaluate_config(cfg: FrequencyConfig, trained: dict, cache_dir=None, refresh: bool = False) -> dict:
     """Evaluate a trained model on the one-mode, two-mode and example series (cached) -> dict of frames."""
     def compute_eval():
         model = load_model(cfg, trained)
-        n_one, n_two = runtime.dry_count(cfg.n_test_one, 2), runtime.dry_count(cfg.n_test_two, 1)  # dry run: a few
-        one_s = sine_series(len(cfg.test_freqs) * n_one, cfg.test_seed, cfg.sines,
-                            freqs=one_mode_freqs(cfg.test_freqs, n_one))
-        two_s = sine_series(len(cfg.test_freqs) * (len(cfg.test_freqs) - 1) // 2 * n_two,
-                            cfg.test_seed + 1, cfg.sines, freqs=two_mode_freqs(cfg.test_freqs, n_two))
-        ex = sine_series(1, cfg.test_seed + 2, cfg.sines, freqs=np.array([cfg.example_freqs]))
+        series = test_series(cfg)
+        one_s, two_s, ex = series["one"], series["two"], series["example"]
         one, _ = evaluate(model, one_s, cfg.eval_batch, cfg.position_scale)
         two, _ = evaluate(model, two_s, cfg.eval_batch, cfg.position_scale)
         ex_frame, ex_recon = evaluate(model, ex, cfg.eval_batch, cfg.position_scale)
@@ -273,30 +324,64 @@ def evaluate_config(cfg: FrequencyConfig, trained: dict, cache_dir=None, refresh
     return dict(one=pd.DataFrame(ev["one"]), two=pd.DataFrame(ev["two"]), example=ev["example"], snr=ev["snr"])
 
 
-def _record_variant(ev: dict, suffix: str, profile: str, note: str, reports_dir) -> None:
-    for setting, frame in (("1 mode", ev["one"]), ("2 modes", ev["two"])):
-        for metric, col in (("time_mse_hidden_mean", "time_mse_noisy"), ("time_mse_hidden_clean_mean",
-                            "time_mse_clean"), ("fft_mse_mean", "fft_mse"), ("fft_bin_mse_mean", "fft_bin_mse")):
-            record(EXPERIMENT, setting + suffix, metric, frame[col].mean(), ours_std=frame[col].std(ddof=0),
-                   profile=profile, note=note, reports_dir=reports_dir)
-    slope, r2 = linear_trend(ev["one"], "fft_mse")
-    if np.isfinite(slope):
-        record(EXPERIMENT, "1 mode, f >= 9 Hz" + suffix, "fft_mse_slope_per_hz", slope, profile=profile,
-               note=f"least-squares slope of the per-frequency mean; R^2 = {r2:.2f}", reports_dir=reports_dir)
-    # Figure 4: the same check with two modes, against each series' higher frequency
-    two = ev["two"]
-    slope, r2 = linear_trend(two.assign(f1=two[["f1", "f2"]].max(axis=1)), "fft_mse")
-    if np.isfinite(slope):
-        record(FIG4, "2 modes, higher f >= 9 Hz" + suffix, "fft_mse_slope_per_hz", slope, profile=profile,
-               note=f"least-squares slope of the mean per higher frequency of the pair; R^2 = {r2:.2f}",
-               reports_dir=reports_dir)
+def positions_label(position_scale: float) -> str:
+    """How positions were made from the times t in [0, 1]: 't' (raw, the authors') or 't x 99'."""
+    return "t" if position_scale == 1.0 else f"t x {position_scale:g}"
+
+
+def run_scale(cfg: FrequencyConfig) -> dict:
+    """A row's scale against the `paper` profile (App. B.4: RoMAE-tiny, 10,000 series, 200 epochs, raw t):
+    training series, epochs, model (encoder / decoder) and positions."""
+    p = config("paper")
+    return scale(data=(cfg.n_train, p.n_train), epochs=(cfg.epochs, p.epochs),
+                 model=(f"encoder {cfg.encoder}, decoder {cfg.decoder}", f"encoder {p.encoder}, decoder {p.decoder}"),
+                 positions=(positions_label(cfg.position_scale), positions_label(p.position_scale)))
+
+
+METRIC_COLUMNS = (("time_mse_hidden_mean", "time_mse_noisy"), ("time_mse_hidden_clean_mean", "time_mse_clean"),
+                  ("fft_mse_mean", "fft_mse"), ("fft_bin_mse_mean", "fft_bin_mse"))
+
+
+def _record_variant(ev: dict, suffix: str, profile: str, note: str, reports_dir, *, scale: dict, trivial: dict,
+                    losses=None) -> list[dict]:
+    """Record one model's rows (one and two modes, the Figure 3 and 4 slope checks) -> the recorded rows.
+    Every row of a mode carries `learned`: the model's time-domain MSE on the hidden points (vs noisy values)
+    against the trivial predictor's (`trivial`) on the same series."""
+    rows = []
+    for setting, key in (("1 mode", "one"), ("2 modes", "two")):
+        frame = ev[key]
+        ok = learned(float(frame.time_mse_noisy.mean()), float(trivial[key].time_mse_noisy.mean()),
+                     f"{trivial['name']} (time-domain MSE on hidden points vs noisy values, {setting})")
+        for metric, col in METRIC_COLUMNS:
+            rows.append(record(EXPERIMENT, setting + suffix, metric, frame[col].mean(), ours_std=frame[col].std(ddof=0),
+                               profile=profile, scale=scale, note=note, learned=ok, losses=losses,
+                               reports_dir=reports_dir))
+        if key == "one":
+            slope, r2 = linear_trend(frame, "fft_mse")
+            if np.isfinite(slope):
+                rows.append(record(EXPERIMENT, "1 mode, f >= 9 Hz" + suffix, "fft_mse_slope_per_hz", slope,
+                                   profile=profile, scale=scale, learned=ok, losses=losses, reports_dir=reports_dir,
+                                   note=f"least-squares slope of the per-frequency mean; R^2 = {r2:.2f}; {note}"))
+        else:  # Figure 4: the same check with two modes, against each series' higher frequency
+            slope, r2 = linear_trend(frame.assign(f1=frame[["f1", "f2"]].max(axis=1)), "fft_mse")
+            if np.isfinite(slope):
+                rows.append(record(FIG4, "2 modes, higher f >= 9 Hz" + suffix, "fft_mse_slope_per_hz", slope,
+                                   profile=profile, scale=scale, learned=ok, losses=losses, reports_dir=reports_dir,
+                                   note=f"least-squares slope of the mean per higher frequency of the pair; "
+                                        f"R^2 = {r2:.2f}; {note}"))
+    return rows
+
+
+status_table = report.status_table  # the summary's reading of this run's rows
 
 
 def run(profile: str = "smoke", reports_dir=None, cache_dir=None, refresh: bool = False,
         checkpoints: bool | None = None) -> dict:
     """Train (cached), evaluate (cached), record result rows and save `table_b4_frequency_errors`.
 
-    Returns {config, one, two (per-series frames), table, example, history, train_seconds, steps, snr,
+    Returns {profile, config, one, two (per-series frames), table, example, history, train_seconds, steps, snr,
+    flags (the training's loss flags, '' if none), learned {1 mode, 2 modes}, trivial (the trivial
+    predictor's per-series frames, `trivial`), status (the Figure 3 / 4 checks as the summary reads them),
     control}; `control` (profiles with cfg.control) holds the same for the raw-t model, else None.
     `checkpoints` (default: on for quick and paper, off for smoke): see `train_model`.
     """
@@ -305,50 +390,93 @@ def run(profile: str = "smoke", reports_dir=None, cache_dir=None, refresh: bool 
     variants = [("", cfg)]
     if cfg.control and cfg.position_scale != 1.0:
         variants.append((", raw t (control)", control_config(cfg)))
-    out = {}
+    base = trivial(cfg)  # the control has the same test series (only the positions differ)
+    out, recorded = {}, []
     for suffix, c in variants:
         trained = train_model(c, cache_dir=cache_dir, refresh=refresh, checkpoints=checkpoints, profile=profile)
         ev = evaluate_config(c, trained, cache_dir=cache_dir, refresh=refresh)
-        note = f"{c.n_train} series x {c.epochs} epochs, decoder {c.decoder}, positions = t x {c.position_scale:g}"
-        _record_variant(ev, suffix, profile, note, reports_dir)
-        out[suffix] = dict(config=c, **ev, table=pd.concat([per_case(ev["one"]), per_case(ev["two"])],
-                                                           ignore_index=True),
+        losses = [row["loss"] for row in trained["history"] if row.get("loss") is not None
+                  and not math.isnan(row["loss"])]
+        note = (f"positions = {positions_label(c.position_scale)} (the paper: "
+                f"{positions_label(config('paper').position_scale)}); {c.n_train} series x {c.epochs} epochs, "
+                f"decoder {c.decoder}; {len(ev['one'])} one-mode and {len(ev['two'])} two-mode test series")
+        rows = _record_variant(ev, suffix, profile, note, reports_dir, scale=run_scale(c), trivial=base,
+                               losses=losses)
+        recorded += rows
+        got = {r["setting"]: json.loads(r["learned"]) for r in rows if r["metric"] == "time_mse_hidden_mean"}
+        out[suffix] = dict(profile=profile, config=c, **ev,
+                           table=pd.concat([per_case(ev["one"]), per_case(ev["two"])], ignore_index=True),
                            history=pd.DataFrame(trained["history"]), train_seconds=trained["seconds"],
-                           steps=trained["steps"])
+                           steps=trained["steps"], flags=loss_flags(losses), trivial=base,
+                           learned={k.removesuffix(suffix): v for k, v in got.items()})
     main = out[""]
-    table = main["table"].assign(positions=f"t x {cfg.position_scale:g}")
+    table = main["table"].assign(positions=positions_label(cfg.position_scale))
     if len(out) > 1:  # the saved table holds both variants; res["table"] the main model's rows only
         table = pd.concat([table, out[variants[1][0]]["table"].assign(positions="t (raw, control)")],
                           ignore_index=True)
     save_table(table, "table_b4_frequency_errors", reports_dir)
     record(EXPERIMENT, "training set", "snr", main["snr"], profile=profile,
+           scale=scale(data=(cfg.n_train, config("paper").n_train)),
            note="mean(clean^2) / noise variance; the paper quotes 43.1", reports_dir=reports_dir)
-    return {**main, "control": out[variants[1][0]] if len(out) > 1 else None}
+    return {**main, "status": status_table(recorded), "control": out[variants[1][0]] if len(out) > 1 else None}
+
+
+def reading(res: dict) -> str:
+    """Markdown lines stating what this run found, from its recorded rows (no hand-typed result): whether each
+    model beat the trivial predictor, the Figure 3 / 4 checks as the summary reads them, and training flags
+    (no conclusion is drawn from a flagged run)."""
+    lines = [f"**Profile `{res['profile']}`.** Trivial predictor: {res['trivial']['name']}."]
+    for r, name in ((res, f"positions {positions_label(res['config'].position_scale)}"),
+                    (res.get("control"), "raw-t control")):
+        if r is None:
+            continue
+        for setting, info in r["learned"].items():
+            verdict = "learned" if info["ok"] else "did not learn"
+            lines.append(f"- {name}, {setting}: {verdict} (time-domain MSE {info['model']:.4g} against "
+                         f"{info['trivial']:.4g}; learned means <= {info['factor']:g}x)")
+        if r["flags"]:
+            lines.append(f"- {name}: TRAINING FLAG: {r['flags']}; no conclusion is drawn from this run")
+    for r in res["status"].itertuples():
+        lines.append(f"- {r.setting}: slope {r.ours:.3g} per Hz -> **{r.status}**")
+    if res["status"].empty:
+        lines.append("- no Figure 3 / 4 check recorded (fewer than 3 test frequencies >= 9 Hz)")
+    return "\n".join(lines)
+
+
+def profile_tag(profile: str) -> str:
+    """What a figure title says about the run's scale: 'quick profile, reduced' ('paper profile' alone)."""
+    return report.title_tag(profile)
 
 
 def plot_control(res: dict):
-    """Time-domain MSE (hidden points, vs noisy values) per frequency: scaled positions vs raw t."""
-    fig, ax = plt.subplots(figsize=(6.5, 4))
+    """Time-domain MSE (hidden points, vs noisy values) per frequency: scaled positions vs raw t, with the
+    trivial predictor's level (grey) and the noise floor; legend outside the axes."""
+    fig, ax = plt.subplots(figsize=(9, 4))
     for r, label, color in ((res, f"positions t x {res['config'].position_scale:g}", "tab:blue"),
                             (res["control"], "positions raw t in [0, 1] (authors)", "tab:orange")):
         g = r["one"].groupby("f1")["time_mse_noisy"]
         ax.errorbar(g.mean().index, g.mean(), yerr=g.std(ddof=0), marker="o", capsize=3, color=color, label=label)
+    t = res["trivial"]["one"].groupby("f1")["time_mse_noisy"].mean()
+    ax.plot(t.index, t.values, color="tab:gray", ls="-.", marker="x", label=f"trivial: {res['trivial']['name']}")
     ax.axhline(res["config"].sines.noise_std ** 2, color="k", ls=":", lw=1, label="noise variance (floor)")
     ax.set(xlabel="frequency f [Hz]", ylabel="MSE on hidden points", yscale="log",
-           title="One mode: the effect of the position scale")
-    ax.legend(fontsize=8)
+           title=f"One mode: the effect of the position scale ({profile_tag(res['profile'])})")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     return fig
 
 
 # ----------------------------------------------------------------------------- figures
 
-def plot_fig3(res: dict):
+def plot_fig3(res: dict, f_min: int = 9):
     """Figure 3: mean (+- std) FFT MSE (left) and time-domain MSE (right) vs frequency, one mode;
-    the two-mode series averaged over the pairs that contain f are overlaid (dashed)."""
+    the two-mode series averaged over the pairs that contain f are overlaid (dashed); grey: the trivial
+    predictor (`trivial`) on the same series; black: the least-squares line of the one-mode FFT MSE over
+    f >= f_min, whose slope is the paper's claim (> 0, App. B.4)."""
     one, two = res["one"], res["two"]
     both = pd.concat([two.assign(f=two.f1), two.assign(f=two.f2)])  # each pair counts for both its frequencies
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    triv = res["trivial"]["one"]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 5))
     for ax, cols, title in ((axes[0], [("fft_mse", "FFT MSE", "tab:blue")], "MSE on the FFT"),
                             (axes[1], [("time_mse_noisy", "vs noisy", "tab:blue"),
                                        ("time_mse_clean", "vs clean", "tab:green")],
@@ -360,9 +488,19 @@ def plot_fig3(res: dict):
             m2 = both.groupby("f")[col].mean()
             ax.plot(m2.index, m2.values, ls="--", marker=".", color=color, alpha=0.7,
                     label=f"2 modes, {label} (mean over pairs with f)")
+        t = triv.groupby("f1")[cols[0][0]].mean()
+        ax.plot(t.index, t.values, color="tab:gray", ls="-.", marker="x", label=f"trivial, 1 mode, {cols[0][1]}")
         ax.set(xlabel="frequency f [Hz]", ylabel="MSE", title=title)
-        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2)
-    fig.suptitle("Frequency retention: interpolating 50 of 100 points")
+    slope, _ = linear_trend(one, "fft_mse", f_min)
+    if np.isfinite(slope):
+        m = one[one.f1 >= f_min].groupby("f1").fft_mse.mean()
+        icpt = np.polyfit(m.index.values, m.values, 1)[1]
+        axes[0].plot(m.index, slope * m.index.values + icpt, color="k", lw=1.5,
+                     label=f"least-squares line f >= {f_min} Hz: slope {slope:.2g} (paper: > 0)")
+    for ax in axes:
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2)
+    fig.suptitle(f"Frequency retention: interpolating 50 of 100 points ({profile_tag(res['profile'])}); "
+                 f"trivial = {res['trivial']['name']}")
     fig.tight_layout()
     return fig
 
@@ -371,7 +509,7 @@ def plot_fig4(res: dict):
     """Figure 4: two modes; mean FFT MSE (left) and time-domain MSE (right) per pair (f1, f2)."""
     table = per_case(res["two"])
     freqs = sorted(set(table.f1) | set(table.f2))
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.8))
     for ax, col, title in ((axes[0], "fft_mse", "MSE on the FFT"), (axes[1], "time_mse_noisy", "MSE in time (hidden)")):
         grid = np.full((len(freqs), len(freqs)), np.nan)
         for r in table.itertuples():
@@ -379,9 +517,10 @@ def plot_fig4(res: dict):
             grid[i, j] = grid[j, i] = getattr(r, col)
         im = ax.imshow(grid, origin="lower", cmap="viridis")
         ax.set(xticks=range(len(freqs)), xticklabels=freqs, yticks=range(len(freqs)), yticklabels=freqs,
-               xlabel="f2 [Hz]", ylabel="f1 [Hz]", title=title)
+               xlabel="f2 [Hz]", ylabel="f1 [Hz]",
+               title=f"{title}\ntrivial predictor's mean: {res['trivial']['two'][col].mean():.3g}")
         fig.colorbar(im, ax=ax, shrink=0.85)
-    fig.suptitle("Two frequency modes")
+    fig.suptitle(f"Two frequency modes ({profile_tag(res['profile'])})")
     fig.tight_layout()
     return fig
 
@@ -390,7 +529,7 @@ def plot_fig5(res: dict):
     """Figure 5: one 1 + 5 Hz realisation in time (left) and its one-sided FFT magnitude (right)."""
     ex = res["example"]
     t, obs = ex["t"], ex["observed"][0]
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.6))
     ax = axes[0]
     ax.plot(t, ex["clean"][0], color="k", lw=1, label="clean signal")
     ax.plot(t[obs], ex["values"][0][obs], "o", ms=4, color="tab:blue", label="observed (noisy)")
@@ -398,13 +537,14 @@ def plot_fig5(res: dict):
     ax.plot(t[~obs], ex["recon"][0][~obs], "o", ms=4, mfc="none", color="tab:red", label="RoMAE prediction")
     f = ex["freqs"][0]
     ax.set(xlabel="t", ylabel="x(t)", title=f"time domain, f = {f[0]} + {f[1]} Hz")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=4)
     ax = axes[1]
     fs = (len(t) - 1) / (t[-1] - t[0])  # sampling rate: bin k is k * fs / T Hz
     hz = np.fft.rfftfreq(len(t), d=1 / fs)
     ax.plot(hz, one_sided_spectrum(ex["clean"][0].astype(np.float64)), "k-", label="clean")
     ax.plot(hz, one_sided_spectrum(ex["recon"][0].astype(np.float64)), "r--", label="observed + predicted")
     ax.set(xlabel="frequency [Hz]", ylabel="|FFT| (one-sided)", title="spectrum", xlim=(0, 30))
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2)
+    fig.suptitle(f"Figure 5: one realisation ({profile_tag(res['profile'])})")
     fig.tight_layout()
     return fig

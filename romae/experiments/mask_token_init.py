@@ -48,14 +48,15 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import plan, runtime
+from .. import plan, report, runtime
 from ..config import RoMAEConfig, TrainConfig, check_profile
 from ..data import spiral as S
 from ..data import synthetic as Y
 from ..data.sines import sine_series
 from ..masking import random_mask
 from ..model import RoMAEForPreTraining
-from ..report import REPORTS, record, save_figure, save_table
+from ..report import (REPORTS, difference, difference_text, learned, loss_flags, record, save_figure, save_table,
+                      scale)
 from ..train import ArrayDataset, _make_optimizer, fit, lr_at
 from . import frequency, interpolation
 
@@ -284,6 +285,86 @@ def _better(metric: str, zeros: float, normal: float) -> str:
     return "normal" if normal < zeros else "zeros"
 
 
+def _piece(setting: str) -> str:
+    """The piece a (source) setting belongs to: Spiral, Synthetic or raw-t control."""
+    return "raw-t control" if setting.endswith(CONTROL) else "Synthetic" if setting.startswith("Synthetic") else "Spiral"
+
+
+def _positions(position_scale: float) -> str:
+    return "t" if position_scale == 1.0 else f"t x {position_scale:g}"
+
+
+def piece_scale(profile: str, piece: str, seeds_run: int | None = None) -> dict:
+    """A row's scale: the piece's training data, epochs, seeds, model and positions in `profile` against the
+    `paper` profile of its source module (interpolation: Tables 19 / 20; the control: frequency.run_scale)."""
+    if piece == "raw-t control":
+        return frequency.run_scale(control_config(profile, "zeros"))
+    prof, paper = interpolation.config(profile), interpolation.config("paper")
+    if piece == "Spiral":
+        run, prun, n, pn = prof.spiral, paper.spiral, prof.spiral_data.n_train, paper.spiral_data.n_train
+    elif piece == "Synthetic":
+        run, prun = prof.synthetic, paper.synthetic
+        n, pn = prof.synthetic_data.sizes()["train"], paper.synthetic_data.sizes()["train"]
+    else:
+        raise ValueError(f"unknown piece {piece!r}")
+    return scale(data=(n, pn), epochs=(run.epochs, prun.epochs),
+                 seeds=(len(run.seeds) if seeds_run is None else seeds_run, len(prun.seeds)),
+                 model=(f"encoder {run.encoder}, decoder {run.decoder}", f"encoder {prun.encoder}, decoder {prun.decoder}"),
+                 positions=(_positions(run.position_scale), _positions(prun.position_scale)))
+
+
+def _losses(histories) -> list[list[float]]:
+    """The logged training losses of each run (history frames) of a piece."""
+    return [h.loss.dropna().tolist() if "loss" in h else [] for h in histories]
+
+
+MARGIN = 0.05  # normal vs zeros: a difference below 5 % of the zeros error is taken not to matter
+
+
+def _zeros_per_seed(res_runs: dict, committed: dict, fresh: bool) -> dict:
+    """{seed: {(setting, metric): zeros value}} of Synthetic: the fresh runs', or (quick, committed zeros) the two
+    per-seed values recovered from the committed 2-seed mean and std, seed CHECK_SEED taking the one closer
+    to its fresh re-run and the other seed the other."""
+    if fresh:
+        return res_runs["zeros"]["per_seed"]
+    normal_seeds = sorted(res_runs["normal"]["per_seed"])
+    if len(normal_seeds) != 2 or CHECK_SEED not in normal_seeds:
+        return {}
+    other = next(s for s in normal_seeds if s != CHECK_SEED)
+    out = {CHECK_SEED: {}, other: {}}
+    for key, mine in res_runs["zeros"]["per_seed"][CHECK_SEED].items():
+        pair = committed_per_seed(*committed[("table7_interpolation",) + key]) \
+            if ("table7_interpolation",) + key in committed else ()
+        if len(pair) == 2:
+            near = min(pair, key=lambda v: abs(v - mine))
+            out[CHECK_SEED][key], out[other][key] = near, pair[1] if near == pair[0] else pair[0]
+    return out
+
+
+def difference_table(res_runs: dict, zeros_per_seed: dict, zeros: dict) -> pd.DataFrame:
+    """Normal minus zeros for every error metric of the three pieces, paired by seed (`report.difference`, margin
+    MARGIN x the zeros mean): Synthetic over its seeds (`zeros_per_seed`), Spiral and the control over their one
+    seed (`zeros`: {(setting, metric): the zeros value}; never resolved). Columns: setting, metric, diff, se, n,
+    margin, verdict, text."""
+    rows = []
+    normal = res_runs["normal"]
+    for (setting, metric), value in normal["metrics"].items():
+        if metric.endswith("slope_per_hz"):
+            continue  # not an error
+        if _piece(setting) == "Synthetic":
+            seeds = [s for s in sorted(normal["per_seed"]) if (setting, metric) in zeros_per_seed.get(s, {})]
+            a = [normal["per_seed"][s][(setting, metric)] for s in seeds]
+            b = [zeros_per_seed[s][(setting, metric)] for s in seeds]
+        else:
+            z = zeros.get((setting, metric), float("nan"))
+            a, b = ([value], [z]) if np.isfinite(z) else ([], [])
+        if not a:
+            continue
+        res = difference(a, b, MARGIN * max(abs(float(np.mean(b))), 1e-12), names=("normal", "zeros"))
+        rows.append(dict(setting=setting, metric=metric, **res, text=difference_text(res)))
+    return pd.DataFrame(rows, columns=["setting", "metric", "diff", "se", "n", "margin", "verdict", "text"])
+
+
 # ----------------------------------------------------------------------------- the experiment
 
 def run(profile: str = "smoke", reports_dir=None, cache_dir=None, checkpoints: bool = False,
@@ -371,29 +452,49 @@ def run(profile: str = "smoke", reports_dir=None, cache_dir=None, checkpoints: b
     table = table.rename(columns={"source": "zeros_source"})
     save_table(table, EXPERIMENT, reports_dir)
 
-    # 4. result rows: every number computed here (committed zeros numbers are not recorded again)
+    differences = difference_table(runs, _zeros_per_seed(runs, committed, fresh),
+                                   {(r.setting, r.metric): r.zeros for r in table.itertuples()
+                                    if r.experiment in SOURCES and "seed " not in r.setting})
+    verdicts = {(r.setting, r.metric): r.text for r in differences.itertuples()}
+
+    # 4. result rows: every number computed here (committed zeros numbers are not recorded again), each with
+    # its piece's scale; the control's time-domain rows with the trivial predictor of notebook 02
     note = f"[MASK] init ablation, {profile} settings of the source experiment"
+    triv = frequency.trivial(control_config(profile, "normal"))  # the test series do not depend on the init
     for init in INITS:
         if fresh or init == "normal":
             for (setting, metric), value in runs[init]["metrics"].items():
+                piece = _piece(setting)
+                hs = runs[init]["histories"].get(piece, [])
+                ok = None
+                if piece == "raw-t control" and metric.startswith("time_mse_hidden"):
+                    key = "one" if setting.startswith("1 mode") else "two"
+                    col = "time_mse_noisy" if metric == "time_mse_hidden_mean" else "time_mse_clean"
+                    ok = learned(value, float(triv[key][col].mean()), f"{triv['name']} ({setting.split(',')[0]})")
+                extra = f"; normal - zeros: {verdicts[(setting, metric)]}" if (setting, metric) in verdicts else ""
                 record(EXPERIMENT, f"{setting}, mask_token_init={init}", metric, value, profile=profile,
-                       n_seeds=len(runs[init]["per_seed"]) if setting.startswith("Synthetic") else 1,
-                       note=f"{note} ({_source(setting)})", reports_dir=reports_dir)
+                       n_seeds=len(hs), scale=piece_scale(profile, piece, len(hs)), learned=ok, losses=_losses(hs),
+                       note=f"{note} ({_source(setting)}){extra}", reports_dir=reports_dir)
         if not fresh:
+            hs = runs[init]["histories"]["Synthetic"][:1] if init == "zeros" else \
+                [h for s, h in zip(list(runs[init]["per_seed"]), runs[init]["histories"]["Synthetic"])
+                 if s == CHECK_SEED]
             for (setting, metric), value in runs[init]["per_seed"][CHECK_SEED].items():
                 record(EXPERIMENT, f"{setting}, seed {CHECK_SEED}, mask_token_init={init}", metric, value,
-                       profile=profile, note=f"{note} (table7_interpolation)", reports_dir=reports_dir)
+                       profile=profile, scale=piece_scale(profile, "Synthetic", 1), losses=_losses(hs),
+                       note=f"{note} (table7_interpolation)", reports_dir=reports_dir)
         for r in mechanism[mechanism.init == init].itertuples():
+            one_step = {k: v for k, v in piece_scale(profile, r.piece).items() if k in ("data", "model", "positions")}
             for metric in ("grad_norm_step1", "grad_norm_mask_token_step1", "loss_step0", "loss_after_1_step"):
                 record(EXPERIMENT, f"{r.piece}, first batch, mask_token_init={init}", metric, getattr(r, metric),
-                       profile=profile, note=f"{note}; one step on the run's first batch, fixed mask",
+                       profile=profile, scale=one_step, note=f"{note}; one step on the run's first batch, fixed mask",
                        reports_dir=reports_dir)
 
-    fig = plot_first_steps(curves)
+    fig = plot_first_steps(curves, profile)
     save_figure(fig, "fig_init_ablation_mask_token", reports_dir)
     plt.close(fig)
     return dict(profile=profile, table=table, mechanism=mechanism, curves=curves, check=check, runs=runs,
-                fresh_zeros=fresh, seconds=time.perf_counter() - t0)
+                differences=differences, fresh_zeros=fresh, seconds=time.perf_counter() - t0)
 
 
 def _reproduction_check(fresh: dict, committed: dict) -> dict:
@@ -410,9 +511,14 @@ def _reproduction_check(fresh: dict, committed: dict) -> dict:
 
 # ----------------------------------------------------------------------------- figures
 
-def plot_first_steps(curves: dict):
+def profile_tag(profile: str) -> str:
+    """What a figure title says about the run's scale: 'quick profile, reduced' ('paper profile' alone)."""
+    return report.title_tag(profile)
+
+
+def plot_first_steps(curves: dict, profile: str):
     """Training loss (top) and gradient norm before clipping (bottom) of the first steps, per piece and init."""
-    fig, axes = plt.subplots(2, len(curves), figsize=(4.2 * len(curves), 6.2), squeeze=False)
+    fig, axes = plt.subplots(2, len(curves), figsize=(4.2 * len(curves), 6.6), squeeze=False)
     colors = {"zeros": "tab:red", "normal": "tab:blue"}
     for j, (piece, by_init) in enumerate(curves.items()):
         for init, h in by_init.items():
@@ -421,7 +527,10 @@ def plot_first_steps(curves: dict):
             axes[1, j].plot(h.step, h.grad_norm, marker=".", color=colors[init], label=label)
         axes[0, j].set(title=piece, yscale="log", ylabel="training loss" if j == 0 else None)
         axes[1, j].set(yscale="log", xlabel="optimiser step", ylabel="gradient norm (before clipping)" if j == 0 else None)
-    axes[0, 0].legend(fontsize=8, title="[MASK] init", title_fontsize=8)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=8, title="[MASK] init", title_fontsize=8, loc="upper center",
+               bbox_to_anchor=(0.5, 0.0), ncol=2)
+    fig.suptitle(f"[MASK] init: the first optimiser steps ({profile_tag(profile)})")
     fig.tight_layout()
     return fig
 
@@ -436,16 +545,29 @@ def plot_learning_curves(res: dict):
                 if "loss" not in h:  # no logged row (a dry run's two steps)
                     continue
                 h = h.dropna(subset=["loss"])
-                ax.plot(h.step, h.loss, color=color, alpha=1.0 if k == 0 else 0.5,
+                ax.plot(h.step, h.loss, color=color, alpha=1.0 if k == 0 else 0.5, marker="." if len(h) < 10 else None,
                         label=f"{init}" + (f" (run {k + 1})" if k else ""))
         ax.set(title=piece, xlabel="step", yscale="log")
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2)
     axes[0, 0].set_ylabel("training loss (logged mean)")
+    fig.suptitle(f"[MASK] init: training loss of every run trained here ({profile_tag(res['profile'])})")
     fig.tight_layout()
     return fig
 
 
 # ----------------------------------------------------------------------------- the reading
+
+def training_flags(res: dict) -> dict:
+    """{(init, piece, run index): `report.loss_flags`} of every run trained here whose loss spiked or diverged."""
+    out = {}
+    for init, r in res["runs"].items():
+        for piece, hs in r["histories"].items():
+            for k, losses in enumerate(_losses(hs)):
+                flag = loss_flags(losses)
+                if flag:
+                    out[(init, piece, k)] = flag
+    return out
+
 
 LEARNED = 0.5  # the raw-t control "learns" when its 1-mode time MSE is below this share of predicting 0
 CLOSE = 1e-3  # the prose counts a metric for an init only when it is lower by more than this share
@@ -466,12 +588,21 @@ def conclusion(res: dict) -> str:
     lines = [f"**Profile `{profile}`.** Over the {len(runs)} error metrics of the three experiments, MAE's "
              f"N(0, 0.02) [MASK] is lower by more than {CLOSE:.1%} on {n_normal}, the authors' zeros on {n_zeros}, "
              f"and the two are within {CLOSE:.1%} on {len(runs) - n_normal - n_zeros}."]
+    diffs = res.get("differences")
+    if diffs is not None and len(diffs):
+        counts = diffs.verdict.str.replace(r" \(1 seed\)", "", regex=True).value_counts()
+        lines[0] += (" Paired over seeds (normal - zeros, `report.difference`, margin "
+                     f"{MARGIN:.0%} of the zeros value): " + ", ".join(f"{n} {v}" for v, n in counts.items())
+                     + ". A lower number counts for an init only where the difference is resolved.")
+    verdict = {} if diffs is None else {(r.setting, r.metric): r.text for r in diffs.itertuples()}
     for setting, metric in (("Spiral", "rmse_clean"), ("Synthetic, 3-10 observed", "mse_noisy"),
                             ("1 mode" + CONTROL, "time_mse_hidden_mean"), ("2 modes" + CONTROL, "time_mse_hidden_mean")):
         r = row(setting, metric)
         if r is not None:
             lines.append(f"- {setting}, `{metric}`: zeros {r.zeros:.4g}, normal {r.normal:.4g} "
-                         f"({100 * (r.ratio - 1):+.1f} %).")
+                         f"({100 * (r.ratio - 1):+.1f} %)"
+                         + (f"; normal - zeros {verdict[(setting, metric)]}" if (setting, metric) in verdict else "")
+                         + ".")
     ref = row("1 mode" + CONTROL, "time_mse_hidden_mean of predicting 0 (reference)")
     ctl = row("1 mode" + CONTROL, "time_mse_hidden_mean")
     if ref is not None and ctl is not None:
@@ -501,6 +632,10 @@ def conclusion(res: dict) -> str:
         lines.append(f"- Zeros numbers: {source}; the fresh zeros Synthetic seed {CHECK_SEED} "
                      + ("reproduces" if ok else "does **not** reproduce")
                      + f" its committed values (largest |difference| {max(diffs):.1e}, tolerance {TOLERANCE:g}).")
+    flags = training_flags(res)
+    lines.append("- Training flags: " + ("none: no run trained here spiked or diverged." if not flags else
+                 "; ".join(f"{piece} ({init}, run {k + 1}): {f}" for (init, piece, k), f in flags.items())
+                 + ". No conclusion is drawn from a flagged run."))
     if profile == "smoke":
         lines.append("- `smoke` trains a few steps of 2-block encoders: these numbers only show that the pipeline "
                      "runs; the comparison needs `quick`.")

@@ -28,15 +28,20 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import plan, runtime
+from .. import plan, report, runtime
 from ..config import RoMAEConfig, TrainConfig, check_profile, size
 from ..data import pendulum as P
 from ..model import RoMAEForPrediction
-from ..reference import peer_values
+from ..reference import paper_values, peer_values
 from ..report import record, save_table
 from ..train import fit_cached
 
 EXPERIMENT = "table5_pendulum"
+PER_ELEMENT = "test MSE, per element"  # the S5/CRU unit: compared with S5's 3.41 (paper_values.csv)
+LOGGED = "test, authors' logged metric"  # the authors' per-sequence sum: their configuration's row is compared
+#                                          with the paper's 3.32 (paper_values.csv)
+AUTHORS = "authors' configuration"
+TRIVIAL = "the training mean of (sin, cos), a constant"
 AUTHORS_NORM = (0.002, 0.0021)  # the authors' fixed pixel mean / std (a faulty statistics routine)
 
 
@@ -141,11 +146,15 @@ def authors_variant(run: PendulumRun) -> PendulumRun:
 
 
 def _run_variant(cfg: PendulumRun, splits: dict, stats: tuple[float, float], cache_dir, refresh,
-                 checkpoints, profile: str = "") -> tuple[pd.DataFrame, dict, dict]:
+                 checkpoints, profile: str = "") -> tuple[pd.DataFrame, dict, dict, dict]:
     """Train every seed of one configuration on pixels standardised with `stats` and score it
-    -> (per-seed rows, test predictions, histories)."""
+    -> (per-seed rows, test predictions, histories, the trivial predictor's test errors by column)."""
     train, valid, test = (tensors(splits[s], *stats) for s in ("train", "valid", "test"))
     rows, preds, histories = [], {}, {}
+    # the trivial predictor: the training targets' mean (sin, cos) for every frame, in both units
+    const_err = (test["labels"] - train["labels"].reshape(-1, 2).mean(0)).pow(2)
+    trivial = {"test_mse_x1e-3": const_err.mean().item() * 1e3,
+               "test_authors_logged": const_err.sum((1, 2)).mean().item()}
     for seed in cfg.seeds:
         trained = train_seed(cfg, seed, train, cache_dir, refresh, checkpoints, profile)
         model = RoMAEForPrediction(cfg.model_config())
@@ -162,7 +171,7 @@ def _run_variant(cfg: PendulumRun, splits: dict, stats: tuple[float, float], cac
         preds[seed] = pred.numpy()
         rows.append(row)
         histories[seed] = pd.DataFrame(trained["history"])
-    return pd.DataFrame(rows), preds, histories
+    return pd.DataFrame(rows), preds, histories, trivial
 
 
 def run(profile: str = "smoke", reports_dir=None, cache_dir=None, refresh: bool = False,
@@ -184,34 +193,124 @@ def run(profile: str = "smoke", reports_dir=None, cache_dir=None, refresh: bool 
     frames, out = [], {}
     for label, vcfg in variants(cfg):
         stats = train_stats if vcfg.pixel_norm == cfg.pixel_norm else pixel_stats(vcfg, splits["train"]["images"])
-        per_seed, preds, histories = _run_variant(vcfg, splits, stats, cache_dir, refresh, checkpoints, profile)
+        per_seed, preds, histories, trivial = _run_variant(vcfg, splits, stats, cache_dir, refresh, checkpoints,
+                                                           profile)
         frames.append(per_seed.assign(variant=label))
-        out[label] = dict(config=vcfg, per_seed=per_seed, preds=preds, histories=histories)
-        prefix = "" if label == "ours" else f"{label}: "
         n = len(per_seed)
-        note = (f"{vcfg.data.n_train} train sequences, {vcfg.epochs} epochs, head {vcfg.head}, pixel norm "
-                f"{vcfg.pixel_norm}, clip {vcfg.grad_clip}; mean +- std over {n} seed(s)")
-        for setting, metric, col in (("test MSE, per element", "mse_x1e-3", "test_mse_x1e-3"),
-                                     ("test, authors' logged metric", "sum_per_sequence", "test_authors_logged")):
-            record(EXPERIMENT, prefix + setting, metric, float(per_seed[col].mean()),
+        fields = scale_of(vcfg, n)
+        losses = [loss_curve(h) for h in histories.values()]
+        out[label] = dict(config=vcfg, per_seed=per_seed, preds=preds, histories=histories, scale=fields,
+                          trivial=trivial, flags="; ".join(f for f in map(report.loss_flags, losses) if f))
+        prefix = "" if label == "ours" else f"{label}: "
+        note = (f"head {vcfg.head}, pixel norm {vcfg.pixel_norm}, clip {vcfg.grad_clip}; mean +- std over {n} "
+                f"trained seed(s)")
+        for setting, metric, col in ((PER_ELEMENT, "mse_x1e-3", "test_mse_x1e-3"),
+                                     (LOGGED, "sum_per_sequence", "test_authors_logged")):
+            mean = float(per_seed[col].mean())
+            record(EXPERIMENT, prefix + setting, metric, mean,
                    ours_std=float(per_seed[col].std(ddof=1)) if n > 1 else None, n_seeds=n, profile=profile,
-                   note=note, reports_dir=reports_dir)
-    peers = pd.DataFrame(peer_values(EXPERIMENT))[["model", "metric", "value", "std", "source"]]
-    ours = [dict(model="RoMAE (ours)" if label == "ours" else f"RoMAE, {label} (ours)", metric=metric,
-                 value=float(f[col].mean()), std=float(f[col].std(ddof=1)) if len(f) > 1 else None,
-                 source=f"this run ({profile}, {len(f)} seeds)")
-            for (label, _), f in zip(variants(cfg), frames)
-            for metric, col in (("mse_x1e-3", "test_mse_x1e-3"), ("sum_per_sequence", "test_authors_logged"))]
-    table = pd.concat([peers, pd.DataFrame(ours)], ignore_index=True)
+                   scale=fields, note=note, losses=losses, reports_dir=reports_dir,
+                   learned=report.learned(mean, trivial[col], trivial=TRIVIAL))
     per_seed = pd.concat(frames, ignore_index=True)
+    table = comparison_table(frames, variants(cfg), profile)
     save_table(table, EXPERIMENT, reports_dir)
     save_table(per_seed, f"{EXPERIMENT}_per_seed", reports_dir)
     main = out["ours"]
     return dict(config=cfg, per_seed=per_seed, table=table, preds=main["preds"], histories=main["histories"],
-                variants=out, test=splits["test"], data_seconds=data_seconds, pixel_stats=train_stats)
+                variants=out, test=splits["test"], data_seconds=data_seconds, pixel_stats=train_stats,
+                profile=profile, scale=main["scale"])
+
+
+def scale_of(run: PendulumRun, n_seeds: int) -> dict:
+    """The facts of a run beside the `paper` profile's (Tables 14, 15; 20 seeds): epochs, seeds, training
+    sequences, model size -> `report.scale`."""
+    paper = PROFILES["paper"]
+    return report.scale(epochs=(run.epochs, paper.epochs), seeds=(n_seeds, len(paper.seeds)),
+                        data=(run.data.n_train, paper.data.n_train), model=(run.size, paper.size))
+
+
+def loss_curve(history) -> list[float]:
+    """The logged training losses of a history (rows or a DataFrame), in order (validation rows left out)."""
+    h = pd.DataFrame(history)
+    return h["loss"].dropna().astype(float).tolist() if "loss" in h else []
+
+
+def references() -> dict[str, dict]:
+    """The two like-for-like comparators, from paper_values.csv: {'per element': S5's row, 'logged sum':
+    the paper's row}."""
+    rows = {(r["setting"], r["metric"]): r for r in paper_values() if r["experiment"] == EXPERIMENT}
+    return {"per element": rows[(PER_ELEMENT, "mse_x1e-3")], "logged sum": rows[(f"{AUTHORS}: {LOGGED}",
+                                                                                "sum_per_sequence")]}
+
+
+def comparison_table(frames: list[pd.DataFrame], labelled: list, profile: str) -> pd.DataFrame:
+    """Table 5 in both units: the published per-element MSEs (peers), the paper's 3.32 as the authors' logged
+    per-sequence sum (paper_values.csv; peer_values.csv's 'RoMAE (paper)' row in the per-element unit is not
+    used), and ours in both; `compare_with` names each row's like-for-like comparator."""
+    refs = references()
+    s5, paper = refs["per element"], refs["logged sum"]
+    peers = pd.DataFrame(peer_values(EXPERIMENT))
+    peers = peers[~peers.model.str.startswith("RoMAE")][["model", "metric", "value", "std", "source"]]
+    peers = peers.assign(compare_with="")
+    paper_row = pd.DataFrame([dict(model="RoMAE (paper)", metric="sum_per_sequence", value=paper["paper"],
+                                   std=paper["paper_std"], source=paper["source"], compare_with="")])
+    with_ = {"mse_x1e-3": f"S5 {s5['paper']:g} +- {s5['paper_std']:g} (per element)",
+             "sum_per_sequence": f"the paper's {paper['paper']:g} +- {paper['paper_std']:g} (logged sum)"}
+    ours = [dict(model="RoMAE (ours)" if label == "ours" else f"RoMAE, {label} (ours)", metric=metric,
+                 value=float(f[col].mean()), std=float(f[col].std(ddof=1)) if len(f) > 1 else None,
+                 source=f"this run ({profile}, {len(f)} seeds)", compare_with=with_[metric])
+            for (label, _), f in zip(labelled, frames)
+            for metric, col in (("mse_x1e-3", "test_mse_x1e-3"), ("sum_per_sequence", "test_authors_logged"))]
+    return pd.concat([peers, paper_row, pd.DataFrame(ours)], ignore_index=True)
+
+
+def unit_outcome(res: dict) -> dict:
+    """Notebook 14's test of what the paper's 3.32 is, from this run's numbers: the authors' configuration is
+    scored in both units; the unit in which it lands within the paper_values tolerance of 3.32 is the paper's.
+    -> {outcome, text, flagged}; outcome is 'logged sum', 'per element', 'neither' or 'not run' (no authors'
+    configuration in this profile) or 'withheld' (its training is flagged, or it did not beat the trivial
+    predictor: `report.learned`)."""
+    paper = references()["logged sum"]
+    v, tol = paper["paper"], paper["tolerance"]
+    if AUTHORS not in res["variants"]:
+        return dict(outcome="not run", flagged="", text=f"The {res['profile']} profile does not train the authors' "
+                    "configuration, so it cannot test what the paper's 3.32 is (quick and paper do).")
+    a = res["variants"][AUTHORS]
+    f = a["per_seed"]
+    logged, per_el = float(f["test_authors_logged"].mean()), float(f["test_mse_x1e-3"].mean())
+    s5 = references()["per element"]["paper"]
+    facts = (f"The authors' configuration ({len(f)} seed(s)) scores {logged:.3g} in the authors' logged unit "
+             f"(per-sequence sum) and {per_el:.3g} x 1e-3 per element ({per_el / s5:.1f} x S5's {s5:g}); the paper's "
+             f"value is {v:g} +- {paper['paper_std']:g} (tolerance +- {tol:g}).")
+    if a["flags"]:
+        return dict(outcome="withheld", flagged=a["flags"], text=f"{facts} Its training is flagged ({a['flags']}), "
+                    "so no conclusion is drawn from it.")
+    trivial = a["trivial"]["test_mse_x1e-3"]
+    if not report.learned(per_el, trivial, TRIVIAL)["ok"]:
+        return dict(outcome="withheld", flagged="", text=f"{facts} It did not learn (per-element MSE {per_el:.3g} "
+                    f"against {trivial:.3g} for {TRIVIAL}), so no conclusion is drawn from it.")
+    near_logged, near_el = abs(logged - v) <= tol, abs(per_el - v) <= tol
+    outcome = ("logged sum" if near_logged and not near_el else
+               "per element" if near_el and not near_logged else "neither")
+    verdict = {"logged sum": "Outcome: the paper's 3.32 reads as the authors' logged per-sequence sum (within the "
+                             "tolerance in that unit, not in the per-element unit); the per-element comparison is "
+                             "therefore with S5.",
+               "per element": "Outcome: the paper's 3.32 reads as a per-element MSE x 1e-3 (within the tolerance in "
+                              "that unit, not as the logged sum).",
+               "neither": "Outcome: not settled: the authors' configuration lands within the tolerance of 3.32 in "
+                          "neither unit."}[outcome]
+    if res["profile"] != "paper":
+        verdict += f" ({res['profile']} profile: {len(f)} of {len(PROFILES['paper'].seeds)} seeds.)"
+    return dict(outcome=outcome, flagged="", text=f"{facts} {verdict}")
 
 
 # ----------------------------------------------------------------------------- figures
+
+def title_tag(res: dict) -> str:
+    """'quick profile, reduced': the profile and the qualifiers of its rows' scale facts (`report.qualifiers`)."""
+    quals = dict.fromkeys(q for v in res["variants"].values() for q in report.qualifiers(v["scale"], res["profile"]))
+    return ", ".join([f"{res['profile']} profile", *quals])
+
 
 def plot_predictions(res: dict, n_seq: int = 3):
     """Predicted vs true angle (atan2 of sin, cos) over the kept frames of a few test sequences, with
@@ -235,18 +334,54 @@ def plot_predictions(res: dict, n_seq: int = 3):
         ax.set(ylabel="angle [rad]", ylim=(-np.pi - 0.3, np.pi + 0.3), title=f"test sequence {i}")
         if i == n_seq - 1:
             ax.set(xlabel="frame number")
-        ax.legend(fontsize=8, loc="upper right")
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.suptitle(f"Pendulum: predicted and true angle ({title_tag(res)})")
+    fig.tight_layout()
+    return fig
+
+
+def plot_comparison(res: dict):
+    """Table 5 like with like: left, per-element test MSE x 1e-3 (the published models, S5 marked as the
+    comparator) beside ours; right, the authors' logged per-sequence sum beside the paper's 3.32 (marked).
+    Ours: mean +- std over seeds, each configuration."""
+    from matplotlib.ticker import NullFormatter
+
+    t, refs = res["table"], references()
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4.4), gridspec_kw=dict(width_ratios=(1.2, 1), wspace=0.9))
+    panels = ((axes[0], "mse_x1e-3", refs["per element"], "S5 (peer)", "S5"),
+              (axes[1], "sum_per_sequence", refs["logged sum"], "the paper", "RoMAE (paper)"))
+    for ax, metric, ref, who, marked in panels:
+        rows = t[(t.metric == metric) & (t.model != marked)]  # the marked comparator is the line, not a point
+        y = np.arange(len(rows))
+        ours = rows.model.str.contains("(ours)", regex=False).to_numpy()
+        ax.errorbar(rows.value, y, xerr=rows["std"].fillna(0).to_numpy(), fmt="none", ecolor="0.5", capsize=3)
+        if (~ours).any():
+            ax.plot(rows.value[~ours], y[~ours], "s", color="0.5", label="published")
+        ax.plot(rows.value[ours], y[ours], "o", color="tab:red", label="ours (mean +- std over seeds)")
+        ax.axvline(ref["paper"], color="k", lw=1.5, label=f"{who}: {ref['paper']:g} +- {ref['paper_std']:g}")
+        ax.axvspan(ref["paper"] - ref["paper_std"], ref["paper"] + ref["paper_std"], color="k", alpha=0.1)
+        ax.set(yticks=y, yticklabels=rows.model, ylim=(-0.6, len(rows) - 0.4))
+    axes[0].set_xscale("log")  # the per-element values span a decade and more
+    axes[0].xaxis.set_minor_formatter(NullFormatter())  # log-axis minor labels would overlap
+    axes[1].set_xlim(left=0)
+    for ax in axes:
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(0.0, -0.2), ncol=2)
+    axes[0].set(xlabel="test MSE per element x 1e-3 (log)", title="per element: compared with S5")
+    axes[1].set(xlabel="per-sequence sum (the authors' logged metric)",
+                title=f"authors' logged metric: compared with the paper's {refs['logged sum']['paper']:g}")
+    fig.suptitle(f"Table 5, like with like ({title_tag(res)})")
     fig.tight_layout()
     return fig
 
 
 def plot_learning_curves(res: dict):
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = plt.subplots(figsize=(8, 4))
     for seed, h in res["histories"].items():
         if "loss" in h:
             h = h.dropna(subset=["loss"])
             ax.plot(h.step, h.loss, label=f"seed {seed}")
-    ax.set(xlabel="step", ylabel="training MSE per element", yscale="log", title="Pendulum: training loss")
-    ax.legend(fontsize=8, ncol=2)
+    ax.set(xlabel="step", ylabel="training MSE per element", yscale="log",
+           title=f"Pendulum: training loss ({title_tag(res)})")
+    ax.legend(fontsize=8, ncol=1 + len(res["histories"]) // 8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     return fig

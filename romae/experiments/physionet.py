@@ -20,7 +20,16 @@ Baselines (same split, masks, scale): the training mean of each variable; the re
 variable's visible values; linear interpolation in time between the record's visible values of that
 variable (nearest at the edges). The last two fall back to the training mean when the record shows no
 value of the variable. MSE is pooled over all hidden values of all test records (HeTVAE's
-`evaluate_hetvae`: total squared error / number of scored values).
+`evaluate_hetvae`: total squared error / number of scored values). Every method is a result row (metric
+`mse`; the baselines' and the raw-time control's settings name them), so the summary shows them beside RoMAE.
+
+The headline scoring (`LEAD`) is the z-score with the gross recording errors unscored: hidden values outside
+HeTVAE's anomaly bounds (`filter_anomalies` in reml-lab/hetvae src/utils.py: the 0.1 % and 99.95 % quantiles
+of each variable, which its z-score statistics already leave out) are not scored. On the plain z-score a single
+corrupted reading (a pH of 99) decides the pooled MSE whenever a mask hides it.
+
+Rows count trained models (`n_seeds`: one per RoMAE run, none for a baseline) apart from the seeded
+evaluation masks (`mask_draws`, said in the note); the +- is the std over mask draws.
 """
 
 from __future__ import annotations
@@ -34,7 +43,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import plan, runtime
+from .. import plan, report, runtime
 from ..builders import from_long
 from ..cache import cached
 from ..config import RoMAEConfig, TrainConfig, check_profile, size
@@ -48,16 +57,23 @@ from ..train import fit_cached
 
 EXPERIMENT = "table7_interpolation"
 PAPER_TRAIN_RECORDS = 6_400  # 80 % of set-a + set-b's 8,000 records (mTAN's split)
+PAPER_TEST_RECORDS = 1_600  # the other 20 %
+PAPER_POSITIONS = "t x 1"  # App. D.9: time t / T in [0, 1] (our time_scale 1)
 PAPER_MAX_TOKENS = 1_501  # observed (time, variable) cells of the longest training record (counted on the data at
 #                           P.QUANTIZATION; 438 on average): the plan's padded length (romae.plan)
-NORMS = {"zscore": "z-score", "zscore_inliers": "z-score, gross outliers unscored", "minmax": "min-max"}
+# the scorings, the headline one (LEAD) first
+NORMS = {"zscore_inliers": "z-score, gross outliers unscored", "zscore": "z-score", "minmax": "min-max"}
+LEAD = "zscore_inliers"  # the scoring one corrupted reading does not decide
 # each scoring: (the scaling it divides by, whether hidden values outside the training split's 0.1 %-99.95 %
 # quantiles of their variable (HeTVAE's trimming bounds) are left out of the score)
 SCORINGS = {"zscore": ("zscore", False), "zscore_inliers": ("zscore", True), "minmax": ("minmax", False)}
 UNITS = {"token": "token mask", "timepoint": "time-point mask"}
 BASELINES = ("training mean", "record mean", "linear interpolation")
-METRIC = {"RoMAE": "mse", "training mean": "mse_training_mean", "record mean": "mse_record_mean",
-          "linear interpolation": "mse_linear_interpolation"}
+METHODS = ("RoMAE", "RoMAE, raw time") + BASELINES  # the order of tables and figures
+# how a method's rows are named: setting(norm, unit) + this suffix (RoMAE's rows carry none)
+SUFFIX = {"RoMAE": "", "RoMAE, raw time": ", RoMAE with raw time (control)",
+          **{b: f", baseline: {b}" for b in BASELINES}}
+TRIVIAL = "training mean"  # the trivial predictor RoMAE must beat (`report.learned`)
 
 
 def published() -> dict[str, float]:
@@ -65,9 +81,10 @@ def published() -> dict[str, float]:
     return {f"{r['model']}": r["value"] for r in peer_values(EXPERIMENT) if r["benchmark"] == "PhysioNet"}
 
 
-def setting(norm: str, unit: str) -> str:
-    """The results.csv setting of one (normalisation, masking unit), e.g. 'PhysioNet, z-score, token mask'."""
-    return f"PhysioNet, {NORMS[norm]}, {UNITS[unit]}"
+def setting(norm: str, unit: str, method: str = "RoMAE") -> str:
+    """The results.csv setting of one (normalisation, masking unit) and method, e.g. 'PhysioNet, z-score, token
+    mask' (RoMAE) or 'PhysioNet, z-score, token mask, baseline: linear interpolation'."""
+    return f"PhysioNet, {NORMS[norm]}, {UNITS[unit]}{SUFFIX[method]}"
 
 
 @dataclass(frozen=True)
@@ -363,25 +380,37 @@ def run(profile: str = "smoke", reports_dir=None, data_root=None, cache_dir=None
     key = dict(prof=dataclasses.asdict(prof), runs={k: t["run_id"] for k, t in trained.items()}, v=1)
     ev = cached("physionet_eval", key, lambda: evaluate(prof, data, models), cache_dir=cache_dir, refresh=refresh)
 
-    summary = (ev["mse"].groupby(["method", "norm", "unit"]).mse.agg(["mean", "std", "count"]).reset_index())
-    r = prof.run
-    base_note = ((f"{runtime.DRY_LABEL}; " if data["source"] == runtime.DRY_LABEL else "")
-                 + f"{len(data['train'].record_id.unique())} train / {len(data['test'].record_id.unique())} test "
-                 f"records; {prof.mask_draws} mask draw(s), std over draws")
-    model_note = (f"RoMAE {r.encoder} encoder + {r.decoder} decoder with [CLS], trained on {NORMS[r.scaling]} values "
-                  f"with {UNITS[r.train_unit]}s, {r.epochs} epochs x batch {r.batch_size}, lr {r.lr:g}, positions "
-                  f"(t x {r.time_scale:g}, variable); {base_note}")
+    summary = ordered(ev["mse"].groupby(["method", "norm", "unit"]).mse.agg(["mean", "std", "count"]).reset_index()
+                      .rename(columns={"count": "mask_draws"}))
+    summary["n_models"] = [int(m in runs) for m in summary.method]  # trained models behind the row
+    n_train, n_test = data["train"].record_id.nunique(), data["test"].record_id.nunique()
+    generated = data["source"] == runtime.DRY_LABEL
+    flags = {name: report.loss_flags(loss_curve(t["history"])) for name, t in trained.items()}
+    excluded = unscored(ev["mse"])
+    means = summary.set_index(["method", "norm", "unit"])["mean"]
     for row in summary.itertuples():
         method = row.method
-        if method == "RoMAE, raw time":
-            metric, note = "mse_raw_time_control", model_note.replace(f"t x {r.time_scale:g}", "t x 1 (raw)")
+        draws = ((f"one trained model (seed {runs[method].seed})" if method in runs else "no training")
+                 + f", scored on {row.mask_draws} seeded evaluation mask draw(s) (mean +- std over the draws)")
+        score = scoring_note(row.norm, excluded) + (f"; {runtime.DRY_LABEL}" if generated else "")
+        if method in runs:
+            r = runs[method]
+            note = (f"{'RoMAE' if method == 'RoMAE' else 'control: RoMAE with raw time'}, {r.encoder} encoder + "
+                    f"{r.decoder} decoder with [CLS], trained on {NORMS[r.scaling]} values with "
+                    f"{UNITS[r.train_unit]}s, batch {r.batch_size}, lr {r.lr:g}; {draws}; {score}")
+            extra = dict(scale=scale_of(r, n_train, n_test, generated), losses=loss_curve(trained[method]["history"]),
+                         learned=report.learned(row.mean, means[TRIVIAL, row.norm, row.unit],
+                                                trivial="the training mean of each variable"))
         else:
-            metric, note = METRIC[method], (model_note if method == "RoMAE" else f"baseline; {base_note}")
+            note = f"baseline ({method}); {draws}; {score}"
+            extra = dict(scale=scale_of(None, n_train, n_test, generated))
         std = None if not math.isfinite(row.std) else float(row.std)
-        record(EXPERIMENT, setting(row.norm, row.unit), metric, float(row.mean), ours_std=std,
-               n_seeds=int(row.count), profile=profile, note=note, reports_dir=reports_dir)
+        record(EXPERIMENT, setting(row.norm, row.unit, method), "mse", float(row.mean), ours_std=std,
+               n_seeds=int(row.n_models), profile=profile, note=note, reports_dir=reports_dir, **extra)
     table = summary.assign(setting=[setting(n, u) for n, u in zip(summary.norm, summary.unit)],
-                           source=f"this run ({profile})").rename(columns={"mean": "value"})
+                           source=[f"this run ({profile}; {m} trained model(s), {d} mask draws)"
+                                   for m, d in zip(summary.n_models, summary.mask_draws)])
+    table = table.rename(columns={"mean": "value"})
     peers = pd.DataFrame(peer_values(EXPERIMENT))
     peers = peers[peers.benchmark.str.startswith("PhysioNet")].rename(columns={"benchmark": "setting",
                                                                               "model": "method"})
@@ -389,13 +418,62 @@ def run(profile: str = "smoke", reports_dir=None, data_root=None, cache_dir=None
                       table.assign(metric="mse")[["setting", "method", "metric", "value", "std", "source"]]],
                      ignore_index=True)
     save_table(full, "table7_physionet", reports_dir)
-    return dict(profile=prof, data=data, trained=trained, runs=runs, eval=ev, summary=summary, table=full)
+    return dict(profile=prof, data=data, trained=trained, runs=runs, eval=ev, summary=summary, table=full,
+                profile_name=profile, flags=flags, scale=scale_of(prof.run, n_train, n_test, generated))
+
+
+def ordered(summary: pd.DataFrame) -> pd.DataFrame:
+    """Rows in reading order: the headline scoring first (NORMS), token mask first, RoMAE before the others."""
+    rank = {col: {v: i for i, v in enumerate(order)}
+            for col, order in (("norm", NORMS), ("unit", UNITS), ("method", METHODS))}
+    return summary.sort_values(["norm", "unit", "method"], key=lambda c: c.map(rank[c.name]).fillna(len(rank[c.name])),
+                               kind="stable").reset_index(drop=True)
+
+
+def scale_of(run: RunConfig | None, n_train: int, n_test: int, generated: bool = False) -> dict:
+    """A row's facts beside the paper's (`report.scale`): for a RoMAE run (`run`) its epochs, trained models,
+    model and positions against the `paper` profile's Table 21 (seeds: not stated in the paper) and App. D.9's
+    raw positions; for a baseline (`run` None) only the records it used."""
+    fields = dict(data=(f"{n_train} train / {n_test} test records",
+                        f"{PAPER_TRAIN_RECORDS} train / {PAPER_TEST_RECORDS} test records"))
+    if generated:
+        fields["dataset"] = ("generated records (dry run)", "PhysioNet 2012 set-a + set-b")
+    if run is not None:
+        paper = PROFILES["paper"].run
+        fields.update(epochs=(run.epochs, paper.epochs), seeds=(1, None),
+                      model=(f"{run.encoder} encoder + {run.decoder} decoder",
+                             f"{paper.encoder} encoder + {paper.decoder} decoder"),
+                      positions=(f"t x {run.time_scale:g}", PAPER_POSITIONS))
+    return report.scale(**fields)
+
+
+def loss_curve(history) -> list[float]:
+    """The logged training losses of a history, in order (rows without a training loss left out)."""
+    return [float(r["loss"]) for r in history if r.get("loss") is not None]
+
+
+def unscored(mse: pd.DataFrame) -> float:
+    """The share of hidden values the headline scoring leaves out (outside HeTVAE's anomaly bounds), over every
+    draw and unit."""
+    n = mse[mse.method == mse.method.iloc[0]].groupby("norm").n_scored.sum()
+    return float(1 - n[LEAD] / n["zscore"]) if len(n) and n.get("zscore", 0) else 0.0
+
+
+def scoring_note(norm: str, excluded: float) -> str:
+    """How a scoring scores, for a row's note."""
+    if norm == LEAD:
+        return (f"scored on the z-score without the hidden values outside HeTVAE's anomaly bounds (0.1 %/99.95 % "
+                f"training quantiles per variable; {100 * excluded:.2f} % of the hidden values)")
+    if norm == "zscore":
+        return "every hidden value scored on the z-score: a few gross recording errors (e.g. a pH of 99) decide it"
+    return "every hidden value scored on mTAN's min-max scale"
 
 
 def wide(res: dict) -> pd.DataFrame:
     """Mean MSE as a grid: rows = method, columns = (normalisation, masking unit)."""
     s = res["summary"]
-    return s.pivot_table(index="method", columns=["norm", "unit"], values="mean").round(4)
+    grid = s.pivot_table(index="method", columns=["norm", "unit"], values="mean", sort=False)
+    return grid.reindex(index=[m for m in METHODS if m in grid.index]).round(4)
 
 
 def conclusion(res: dict) -> str:
@@ -422,7 +500,16 @@ def conclusion(res: dict) -> str:
                      f"{sd[lin, 'zscore', 'token']:.3f} (token mask); with the gross outliers unscored, "
                      f"{sd[lin, 'zscore_inliers', 'token']:.3f}. A few recording errors (`gross_outliers`) decide the "
                      "z-score MSE when they fall among the hidden values.")
-    if "RoMAE" in s.index.get_level_values(0):
+    flag = res.get("flags", {}).get("RoMAE", "")
+    learned = ("RoMAE" in s.index.get_level_values(0)
+               and report.learned(s["RoMAE", LEAD, "token"], s[TRIVIAL, LEAD, "token"], TRIVIAL)["ok"])
+    if flag:
+        lines.append(f"- RoMAE's training is flagged ({flag}): no conclusion is drawn from its numbers.")
+    elif "RoMAE" in s.index.get_level_values(0) and not learned:
+        lines.append(f"- RoMAE did not learn: on the headline scoring ({NORMS[LEAD]}, token mask) its MSE "
+                     f"{s['RoMAE', LEAD, 'token']:.4g} is not at most {report.LEARN_FACTOR:g} x the training mean's "
+                     f"{s[TRIVIAL, LEAD, 'token']:.4g}; no conclusion is drawn from its numbers.")
+    elif "RoMAE" in s.index.get_level_values(0):
         for label, v in pub.items():
             if not plausible:
                 break
@@ -433,7 +520,8 @@ def conclusion(res: dict) -> str:
             for unit in UNITS:
                 r, li = s["RoMAE", norm, unit], s[lin, norm, unit]
                 lines.append(f"- {NORMS[norm]}, {UNITS[unit]}: RoMAE {r:.4g} {'beats' if r < li else 'does not beat'} "
-                             f"linear interpolation {li:.4g} ({100 * (li - r) / li:+.1f} %).")
+                             f"linear interpolation {li:.4g} ({100 * (li - r) / li:+.1f} %; one trained model, the "
+                             "same masks for both).")
     return "\n".join(lines)
 
 
@@ -449,6 +537,46 @@ def gross_outliers(res: dict, n: int = 8) -> pd.DataFrame:
 
 
 # ----------------------------------------------------------------------------- figures
+
+def title_tag(res: dict) -> str:
+    """'quick profile, reduced, positions rescaled': the profile and the qualifiers of RoMAE's scale facts."""
+    return ", ".join([f"{res['profile_name']} profile", *report.qualifiers(res["scale"], res["profile_name"])])
+
+
+def plot_methods(res: dict):
+    """Table 7, PhysioNet: every method's MSE (mean +- std over mask draws) on each scoring, the headline one
+    first; token mask filled, time-point mask open. On the z-score panels the published values are marked (the
+    paper's RoMAE 0.570 solid, its other readings dotted, HeTVAE dashed); on min-max they lie far off the axis."""
+    s = res["summary"]
+    pub = pd.DataFrame(peer_values(EXPERIMENT))
+    pub = pub[pub.benchmark == "PhysioNet"]
+    norms = [n for n in NORMS if n in set(s.norm)]
+    fig, axes = plt.subplots(1, len(norms), figsize=(5 * len(norms), 3.6), squeeze=False, sharey=True)
+    methods = [m for m in METHODS if m in set(s.method)]
+    y = np.arange(len(methods))[::-1]
+    for ax, norm in zip(axes[0], norms):
+        for k, (unit, mfc) in enumerate((("token", None), ("timepoint", "none"))):
+            g = s[(s.norm == norm) & (s.unit == unit)].set_index("method").reindex(methods)
+            ax.errorbar(g["mean"], y + (0.12 if k == 0 else -0.12), xerr=g["std"].fillna(0), fmt="o", mfc=mfc,
+                        color="tab:blue", ecolor="0.5", capsize=3, label=UNITS[unit])
+        xlabel = "MSE on the hidden values"
+        if norm == "minmax":  # said under the axis, not over the data
+            xlabel += f"\n(the published {pub.value.min():.3f}-{pub.value.max():.3f} lie far off this axis)"
+        else:
+            for r in pub.itertuples():
+                main = "Discussion" in r.model
+                ax.axvline(r.value, color="k" if r.model.startswith("RoMAE") else "tab:gray",
+                           ls="-" if main else "--" if r.model == "HeTVAE" else ":", lw=1.5 if main else 1,
+                           label=f"{'paper: ' if r.model.startswith('RoMAE') else ''}{r.model} {r.value:.3f}")
+            ax.set_xlim(left=0)
+        ax.set(title=("headline: " if norm == LEAD else "") + NORMS[norm], xlabel=xlabel)
+    axes[0, 0].set(yticks=y, yticklabels=methods)
+    handles, labels = axes[0, 1 if len(norms) > 1 else 0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=3)
+    fig.suptitle(f"PhysioNet interpolation, every method on every scoring ({title_tag(res)})")
+    fig.tight_layout()
+    return fig
+
 
 def plot_record(res: dict, n_vars: int = 4, method: str = "RoMAE"):
     """One test record: visible, hidden and predicted values of its most observed variables (token mask)."""
@@ -466,9 +594,9 @@ def plot_record(res: dict, n_vars: int = 4, method: str = "RoMAE"):
             ax.plot(h.time, h[method], "o", mfc="none", color="tab:blue", ms=6, label=method)
         ax.plot(h.time, h["linear interpolation"], "+", color="tab:green", ms=6, label="linear interpolation")
         ax.set_ylabel(P.VARIABLES[v])
-    axes[0, 0].legend(fontsize=8, ncol=4)
+    axes[0, 0].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the data, not on it
     axes[-1, 0].set_xlabel("hours since ICU admission")
-    fig.suptitle(f"test record {ex['record_id']}: half of the observed values hidden")
+    fig.suptitle(f"test record {ex['record_id']}: half of the observed values hidden ({title_tag(res)})")
     fig.tight_layout()
     return fig
 
@@ -482,19 +610,23 @@ def plot_per_variable(res: dict, norm: str = "zscore", unit: str = "token"):
     for method, g in pv.groupby("method", sort=False):
         ax.plot(freq[g.variable].to_numpy(), g.mse, "o", alpha=0.75, label=method)
     ax.set(xscale="log", yscale="log", xlabel="observations per training record (log)",
-           ylabel=f"MSE on hidden values ({NORMS[norm]}, log)", title=f"per-variable MSE, {UNITS[unit]}")
-    ax.legend(fontsize=8)
+           ylabel=f"MSE on hidden values ({NORMS[norm]}, log)",
+           title=f"per-variable MSE, {UNITS[unit]} ({title_tag(res)})")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     return fig
 
 
 def plot_learning_curves(res: dict):
-    fig, ax = plt.subplots(figsize=(8, 4))
+    """Training loss of every RoMAE run against step (the raw-time control beside the main run)."""
+    fig, ax = plt.subplots(figsize=(9, 4))
     for name, t in res["trained"].items():
         h = pd.DataFrame(t["history"])
         h = h[h.get("loss").notna()] if "loss" in h else h
-        ax.plot(h.step, h.loss, label=name)
-    ax.set(xlabel="step", ylabel="training loss (MSE on hidden tokens, training scale)", yscale="log")
-    ax.legend()
+        flag = res.get("flags", {}).get(name)
+        ax.plot(h.step, h.loss, label=name + (" (TRAINING FLAG)" if flag else ""))
+    ax.set(xlabel="step", ylabel="training loss (MSE on hidden tokens,\nz-score units)", yscale="log",
+           title=f"PhysioNet: training loss ({title_tag(res)})")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the curves, not over them
     fig.tight_layout()
     return fig

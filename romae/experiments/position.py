@@ -17,12 +17,20 @@ that invariance, and the model can learn absolute positions.
   |p - p_hat| against (p - low) / (high - low), averaged over seeds (the authors plotted this mean
   absolute error under an "MSE" label).
 
+Every row records its scale (`table1_scale`, `fig2_scale`: what the run used beside the `paper` profile's)
+and the trivial predictor of its task (`report.learned`): the constant mean training position for Table 1
+(MSE), the constant median training position for Figure 2 (mean absolute error over the grid). Figure 2's
+claim (edge errors above the interior's) is tested only when the model's error is at most half the
+constant's: a constant output has larger edge errors too. With vs without [CLS] is compared per size as a
+paired difference over seeds (`difference_table`).
+
 Every trained run is cached (`romae.cache.cached`), keyed by its resolved model, training and data
 config, so re-running the notebook to restyle a figure does not retrain.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -30,13 +38,14 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import torch
 
-from .. import plan, runtime
+from .. import plan, report, runtime
 from ..cache import cached
 from ..config import EncoderConfig, RoMAEConfig, TrainConfig, check_profile
 from ..data.position import position_grid, position_samples, uniform_variance
 from ..model import RoMAEForPrediction
 from ..reference import paper_values
-from ..report import record, save_table
+from ..report import (difference, difference_text, learned, learned_text, loss_flags, record, reference_name,
+                      row_status, save_table, scale)
 from ..train import ArrayDataset, fit
 
 EXPERIMENT = "table1_position_reconstruction"
@@ -264,12 +273,15 @@ def run_table1(profile: str = "smoke", reports_dir=None, cache_dir=None, refresh
                progress: bool | None = None, device=None) -> dict:
     """Train (cached) every Table 1 run of the profile, record rows, save `table1_position_reconstruction`.
 
-    Returns {config, runs (one row per seed), table (paper beside ours), histories {(size, cls, seed): frame}}.
-    ours = mean over seeds; ours_std = their standard deviation (ddof 1; None for one seed).
+    Returns {profile, config, runs (one row per seed), table (paper beside ours, with the status the summary
+    gives each row), differences (with vs without [CLS], paired over seeds: `difference_table`),
+    histories {(size, cls, seed): frame}}. ours = mean over seeds; ours_std = their standard deviation
+    (ddof 1; None for one seed). Each row carries its scale (`table1_scale`), the trivial predictor's MSE
+    (the constant training mean, `constant_mse`) as `learned`, and its training losses.
     """
     cfg = config(profile).table1
     progress = profile != "smoke" if progress is None else progress
-    rows, histories = [], {}
+    rows, histories, losses = [], {}, {}
     for run in cfg.sizes:
         for use_cls in cfg.with_cls:
             for seed in runtime.dry_seeds(run.seeds):  # a dry run: the first seed
@@ -277,69 +289,196 @@ def run_table1(profile: str = "smoke", reports_dir=None, cache_dir=None, refresh
                 rows.append(dict(size=run.size, use_cls=use_cls, seed=seed, mse=r["mse"], steps=r["steps"],
                                  seconds=r["seconds"]))
                 histories[(run.size, use_cls, seed)] = pd.DataFrame(r["history"])
+                losses.setdefault((run.size, use_cls), []).append(_losses(r["history"]))
     runs = pd.DataFrame(rows)
+    differences = difference_table(runs, cfg)
 
     paper = {(r["setting"], r["metric"]): r for r in paper_values() if r["experiment"] == EXPERIMENT}
     table = []
     for run in cfg.sizes:
+        constant, trivial = constant_mse(cfg, run)
         for use_cls in cfg.with_cls:
             setting = setting_name(run.size, use_cls)
             mse = runs[(runs["size"] == run.size) & (runs.use_cls == use_cls)].mse
             std = float(mse.std(ddof=1)) if len(mse) > 1 else None
-            note = _note(profile, run)
-            record(EXPERIMENT, setting, "mse", float(mse.mean()), ours_std=std, n_seeds=len(mse),
-                   profile=profile, note=note, reports_dir=reports_dir)
+            note = _note(run, len(mse))
+            diff = differences[differences["size"] == run.size]
+            if len(diff):
+                note += f"; with - without [CLS]: {diff.text.iloc[0]}"
+            ok = learned(float(mse.mean()), trivial, f"the constant {constant:.4g} (mean of the training positions)")
+            row = record(EXPERIMENT, setting, "mse", float(mse.mean()), ours_std=std, n_seeds=len(mse),
+                         profile=profile, scale=table1_scale(run, len(mse)), note=note, learned=ok,
+                         losses=losses[(run.size, use_cls)], reports_dir=reports_dir)
             ref = paper.get((setting, "mse"), {})
             table.append(dict(setting=setting, paper=ref.get("paper"), paper_std=ref.get("paper_std"),
-                              ours=float(mse.mean()), ours_std=std, n_seeds=len(mse), profile=profile, note=note))
+                              ours=float(mse.mean()), ours_std=std, n_seeds=len(mse), profile=profile,
+                              constant_mse=trivial, status=row_status(ref, row) if ref else "no paper value",
+                              learned=learned_text(row["learned"]), note=row["note"]))
     table = pd.DataFrame(table)
     save_table(table, EXPERIMENT, reports_dir)
-    return dict(config=cfg, runs=runs, table=table, histories=histories)
+    return dict(profile=profile, config=cfg, runs=runs, table=table, differences=differences,
+                histories=histories)
 
 
-def _note(profile: str, run: SizeRun) -> str:
-    scale = (f"{run.n_train:,} train / {run.n_test:,} test, {run.epochs} epochs, depth {run.depth}, "
-             f"seeds {','.join(map(str, run.seeds))}")
-    full = (run.n_train, run.n_test, run.epochs, run.depth, len(run.seeds)) == (20_000, 4_000, 10, 12, 5)
-    if full:
-        return "paper settings"
-    if (run.n_train, run.n_test, run.epochs, run.depth) == (20_000, 4_000, 10, 12):
-        return f"full paper scale, {len(run.seeds)} seeds (paper: 5): {scale}"
-    return f"{profile}: reduced ({scale}); not the paper's scale"
+def _losses(history: list[dict]) -> list[float]:
+    """The logged training losses of a run's history, in order (validation rows have none)."""
+    return [row["loss"] for row in history if row.get("loss") is not None and not math.isnan(row["loss"])]
+
+
+def _model_label(d_model: int, depth: int) -> str:
+    return f"d_model {d_model}, depth {depth}"
+
+
+def table1_scale(run: SizeRun, seeds_run: int) -> dict:
+    """A Table 1 row's scale: training samples, epochs, seeds and model against the `paper` profile's run of
+    the same size (Sec. 5.1 / Table 17)."""
+    paper = next(r for r in config("paper").table1.sizes if r.size == run.size)
+    return scale(data=(run.n_train, paper.n_train), epochs=(run.epochs, paper.epochs),
+                 seeds=(seeds_run, len(paper.seeds)),
+                 model=(_model_label(run.d_model, run.depth), _model_label(paper.d_model, paper.depth)))
+
+
+def constant_mse(cfg: Table1Config, run: SizeRun) -> tuple[float, float]:
+    """The trivial predictor of Table 1: the constant that minimises the training MSE (the mean training
+    position), scored on the run's test set as the model is (mean over samples of the per-sample MSE).
+    -> (the constant, its test MSE). Without [CLS] this is what a translation-invariant model settles on."""
+    train = position_samples(run.n_train, cfg.n_tokens, cfg.low, cfg.high, cfg.train_seed)
+    test = position_samples(runtime.dry_count(run.n_test), cfg.n_tokens, cfg.low, cfg.high, cfg.test_seed)
+    c = float(train["positions"].double().mean())
+    pred = torch.full(test["positions"][:, 0].shape, c, dtype=torch.float64)
+    return c, float(per_sample_mse(pred, test["labels"]).mean())
+
+
+DIFFERENCE_SHARE = 0.1  # with vs without [CLS]: a difference smaller than a tenth of the constant's MSE would not matter
+
+
+def difference_table(runs: pd.DataFrame, cfg: Table1Config) -> pd.DataFrame:
+    """With minus without [CLS], per size, paired by seed (`report.difference`): diff, se, n, margin, verdict,
+    text. The margin is DIFFERENCE_SHARE x the variance of U(low, high) (the constant predictor's MSE): the
+    paper's claim is 0.06 against 200, so a smaller gap would not speak to it. Empty without both columns."""
+    out = []
+    if set(cfg.with_cls) != {True, False}:
+        return pd.DataFrame(columns=["size", "diff", "se", "n", "margin", "verdict", "text"])
+    margin = DIFFERENCE_SHARE * uniform_variance(cfg.low, cfg.high)
+    for run in cfg.sizes:
+        mine = runs[runs["size"] == run.size]
+        a, b = (mine[mine.use_cls == c].set_index("seed").mse for c in (True, False))
+        seeds = [s for s in a.index if s in b.index]
+        res = difference(a[seeds].values, b[seeds].values, margin, names=("with [CLS]", "no [CLS]"))
+        out.append(dict(size=run.size, **res, text=difference_text(res)))
+    return pd.DataFrame(out)
+
+
+def _note(run: SizeRun, seeds_run: int) -> str:
+    return (f"{run.n_train:,} train / {run.n_test:,} test samples, {run.epochs} epochs, depth {run.depth}, "
+            f"{seeds_run} seed(s): {','.join(map(str, run.seeds[:seeds_run]))}")
+
+
+status_table = report.status_table  # the summary's reading of this run's rows
 
 
 def run_fig2(profile: str = "smoke", reports_dir=None, cache_dir=None, refresh: bool = False,
              progress: bool | None = None, device=None) -> dict:
     """Train (cached) the App. B.1 runs and record summary rows under `fig2_position_range`.
 
-    Returns {config, curves: frame (range, seed, position, fraction, pred, abs_error), summary: frame}.
-    Summary per range: median over the grid of the seed-mean absolute error ("interior") and the
-    seed-mean absolute error at the lower and upper end points.
+    Returns {profile, config, curves: frame (range, seed, position, fraction, pred, abs_error), summary: frame,
+    status (the summary's status of each row with a paper value, `status_table`), flags {range: loss flags},
+    histories}. Summary per range: median over the grid of the seed-mean absolute error ("interior"), the
+    seed-mean absolute error at the lower and upper end points, its mean over the grid, and the trivial
+    predictor's mean (`constant_abs_error`); every row of a range carries the same `learned` (the model's mean
+    absolute error against the constant's), so the derived claim edge_over_interior is tested only when the
+    model beat the constant.
     """
     cfg = config(profile).fig2
     progress = profile != "smoke" if progress is None else progress
-    frames, summary, histories = [], [], {}
+    frames, summary, histories, recorded, flags = [], [], {}, [], {}
     seeds = runtime.dry_seeds(cfg.seeds)  # a dry run: the first seed
-    for (low, high), lr in zip(cfg.ranges, cfg.lrs):
+    for (low, high), lr, paper_range in zip(cfg.ranges, cfg.lrs, config("paper").fig2.ranges):
         name = f"({low:g}, {high:g})"
+        steps, losses = 0, []
         for seed in seeds:
             r = train_fig2_run(cfg, low, high, lr, seed, cache_dir, refresh, progress, device, profile)
             frames.append(pd.DataFrame(dict(range=name, seed=seed, position=r["positions"],
                                             fraction=(r["positions"] - low) / (high - low), pred=r["pred"],
                                             abs_error=r["abs_error"])))
             histories[(name, seed)] = pd.DataFrame(r["history"])
+            steps, losses = max(steps, r["steps"]), losses + [_losses(r["history"])]
         err = pd.concat(frames).query("range == @name").groupby("position").abs_error.mean()
-        row = dict(range=name, lr=lr, n_seeds=len(seeds), abs_error_interior_median=float(err.median()),
+        constant, trivial = constant_abs_error(cfg, low, high)
+        row = dict(range=name, lr=lr, n_seeds=len(seeds), steps=steps, abs_error_interior_median=float(err.median()),
                    abs_error_lower_edge=float(err.iloc[0]), abs_error_upper_edge=float(err.iloc[-1]),
-                   abs_error_mean=float(err.mean()))
+                   abs_error_mean=float(err.mean()), constant=constant, constant_abs_error_mean=trivial)
         summary.append(row)
-        note = (f"mean over {len(seeds)} seed(s) of |p - p_hat| at {cfg.n_eval} grid positions; "
-                f"{cfg.n_train:,} samples x {cfg.epochs} epochs, d_model {cfg.d_model}, depth {cfg.depth}")
+        ok = learned(row["abs_error_mean"], trivial, f"the constant {constant:.4g} (median of the training positions)")
+        sc = fig2_scale(cfg, low, high, paper_range, len(seeds), steps)
+        note = (f"positions U({low:g}, {high:g}) (the paper's range, not rescaled); mean over {len(seeds)} seed(s) "
+                f"of |p - p_hat| at {cfg.n_eval} grid positions; {steps:,} of the paper's "
+                f"{fig2_paper_steps():,} optimiser steps ({cfg.n_train:,} samples x {cfg.epochs} epochs), "
+                f"d_model {cfg.d_model}, depth {cfg.depth}")
         for metric in ("abs_error_interior_median", "abs_error_lower_edge", "abs_error_upper_edge"):
-            record(FIG2, name, metric, row[metric], n_seeds=len(seeds), profile=profile, note=note,
-                   reports_dir=reports_dir)
-    return dict(config=cfg, curves=pd.concat(frames, ignore_index=True), summary=pd.DataFrame(summary),
-                histories=histories)
+            recorded.append(record(FIG2, name, metric, row[metric], n_seeds=len(seeds), profile=profile, scale=sc,
+                                   note=note, learned=ok, losses=losses, reports_dir=reports_dir))
+        flags[name] = "; ".join(f for f in (loss_flags(c) for c in losses) if f)
+    return dict(profile=profile, config=cfg, curves=pd.concat(frames, ignore_index=True),
+                summary=pd.DataFrame(summary), status=status_table(recorded), flags=flags, histories=histories)
+
+
+def fig2_paper_steps() -> int:
+    """Optimiser steps of one App. B.1 run in the `paper` profile (Table 16: 20,000 samples x 10 epochs of 64)."""
+    p = config("paper").fig2
+    return math.ceil(p.n_train / p.batch_size) * p.epochs
+
+
+def fig2_scale(cfg: Fig2Config, low: float, high: float, paper_range: tuple[float, float], seeds_run: int,
+               steps: int) -> dict:
+    """A Figure 2 row's scale against the `paper` profile (App. B.1 / Table 16): training samples, optimiser
+    steps, seeds, model and the position range (the paper's own: not rescaled)."""
+    p = config("paper").fig2
+    return scale(data=(cfg.n_train, p.n_train), steps=(steps, fig2_paper_steps()), seeds=(seeds_run, len(p.seeds)),
+                 model=(_model_label(cfg.d_model, cfg.depth), _model_label(p.d_model, p.depth)),
+                 positions=(f"U({low:g}, {high:g})", f"U({paper_range[0]:g}, {paper_range[1]:g})"))
+
+
+def constant_abs_error(cfg: Fig2Config, low: float, high: float) -> tuple[float, float]:
+    """Figure 2's trivial predictor: the constant that minimises the training absolute error (the median of the
+    training positions), scored as the model is (mean over the evaluation grid of |p - c|) -> (c, that mean)."""
+    train = position_samples(cfg.n_train, 1, low, high, cfg.train_seed)
+    c = float(train["positions"].double().median())
+    grid = position_grid(low, high, cfg.n_eval)["positions"].double().flatten()
+    return c, float((grid - c).abs().mean())
+
+
+# ----------------------------------------------------------------------------- the reading
+
+def table1_reading(res: dict) -> str:
+    """Markdown lines stating what this Table 1 run found, computed from its rows (no hand-typed result):
+    per row its status and the trivial-predictor check, per size the with - without [CLS] difference over
+    seeds, and any training flag (no conclusion is drawn from a flagged run)."""
+    lines = [f"**Profile `{res['profile']}`.**"]
+    for r in res["table"].itertuples():
+        paper = "no paper value" if pd.isna(r.paper) else f"paper {r.paper:g}"
+        lines.append(f"- {r.setting}: MSE {r.ours:.4g} ({paper}) -> {r.status}; {r.learned}")
+    for r in res["differences"].itertuples():
+        lines.append(f"- {r.size}, with - without [CLS] over {r.n} seed(s), margin {r.margin:.3g}: {r.text}")
+    flagged = res["table"][res["table"].note.str.contains("TRAINING FLAG")]
+    lines.append("- Training flags: " + ("none." if flagged.empty else
+                 ", ".join(flagged.setting) + " flagged (see the note): no conclusion is drawn from these runs."))
+    return "\n".join(lines)
+
+
+def fig2_reading(res: dict) -> str:
+    """Markdown lines stating what this Figure 2 run found, computed from its rows: per range the steps run
+    against the paper's, the model's mean |p - p_hat| against the constant's, and each check's status."""
+    lines = [f"**Profile `{res['profile']}`.**"]
+    for r in res["summary"].itertuples():
+        lines.append(f"- {r.range}: {r.steps:,} of the paper's {fig2_paper_steps():,} steps, {r.n_seeds} seed(s); "
+                     f"mean |p - p_hat| {r.abs_error_mean:.4g} against {r.constant_abs_error_mean:.4g} for the "
+                     f"constant {r.constant:.4g}; edges {r.abs_error_lower_edge:.4g} / {r.abs_error_upper_edge:.4g}, "
+                     f"interior median {r.abs_error_interior_median:.4g}"
+                     + (f"; TRAINING FLAG: {res['flags'][r.range]}" if res["flags"].get(r.range) else ""))
+    for r in res["status"].itertuples():
+        lines.append(f"- {r.setting} `{r.metric}` ({r.reference} {r.paper:g}): ours {r.ours:.4g} -> **{r.status}**")
+    return "\n".join(lines)
 
 
 # ----------------------------------------------------------------------------- speed
@@ -391,12 +530,19 @@ def estimate_runtime(profile: str, tiny_steps_per_s: float) -> pd.DataFrame:
 
 # ----------------------------------------------------------------------------- figures
 
+def profile_tag(profile: str) -> str:
+    """What a figure title says about the run's scale: 'quick profile, reduced' ('paper profile' alone)."""
+    return report.title_tag(profile)
+
+
 def plot_learning_curves(res: dict):
     """Training loss (thin, mean over seeds) and test loss at each epoch's end (markers) vs optimiser step,
     per size, with [CLS] (left) and without (right); log scale. The dotted line is the variance of
-    U(low, high), the MSE of predicting the mean position."""
+    U(low, high), the MSE of predicting the mean position; the dashed lines are the paper's Table 1 values
+    (one per size, in the size's colour). Legends sit below the panels, off the data."""
     cfg = res["config"]
-    fig, axes = plt.subplots(1, len(cfg.with_cls), figsize=(5.5 * len(cfg.with_cls), 4), squeeze=False)
+    paper = {r["setting"]: r["paper"] for r in paper_values() if r["experiment"] == EXPERIMENT and r["metric"] == "mse"}
+    fig, axes = plt.subplots(1, len(cfg.with_cls), figsize=(5.5 * len(cfg.with_cls), 5.2), squeeze=False)
     for ax, use_cls in zip(axes[0], cfg.with_cls):
         for i, run in enumerate(cfg.sizes):
             hs = [h for (s, c, _), h in res["histories"].items() if s == run.size and c == use_cls]
@@ -409,27 +555,44 @@ def plot_learning_curves(res: dict):
                     label=f"{run.size} (d_model {run.d_model}), train")
             if va is not None and len(va):
                 ax.plot(va.index, va.values, "o", color=color, ms=4, label=f"{run.size}, test")
+            ref = paper.get(setting_name(run.size, use_cls))
+            if ref is not None:
+                ax.axhline(ref, color=color, ls="--", lw=1, label=f"paper, {run.size}: {ref:g}")
         ax.axhline(uniform_variance(cfg.low, cfg.high), color="k", ls=":", lw=1,
-                   label=f"variance of U({cfg.low:g}, {cfg.high:g})")
+                   label=f"variance of U({cfg.low:g}, {cfg.high:g}) (constant mean)")
         ax.set(yscale="log", xlabel="optimiser step", ylabel="MSE",
                title=f"{'with' if use_cls else 'no'} [CLS]")
-        ax.legend(fontsize=7)
-    fig.suptitle("Position reconstruction: learning curves (mean over seeds)")
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
+    fig.suptitle(f"Position reconstruction: learning curves, mean over seeds ({profile_tag(res['profile'])})")
     fig.tight_layout()
     return fig
 
 
 def plot_fig2(res: dict):
-    """Figure 2, labelled truthfully: seed-mean absolute error |p - p_hat| vs (p - low) / (high - low)."""
-    curves = res["curves"]
-    fig, ax = plt.subplots(figsize=(6.5, 4))
-    for name, g in curves.groupby("range", sort=False):
+    """Figure 2, labelled truthfully: seed-mean absolute error |p - p_hat| vs (p - low) / (high - low), per range;
+    dashed: the interior values hard-coded in the authors' plotting code (not numbers of the paper); dotted: the
+    trivial predictor (the constant median training position). Legend outside the axes."""
+    curves, summary = res["curves"], res["summary"].set_index("range")
+    authors = {r["setting"]: r for r in paper_values()
+               if r["experiment"] == FIG2 and r["metric"] == "abs_error_interior_median"}
+    fig, ax = plt.subplots(figsize=(9, 4.2))
+    for i, (name, g) in enumerate(curves.groupby("range", sort=False)):
+        color = f"C{i}"
         m = g.groupby("fraction").abs_error.mean()
-        ax.plot(m.index, m.values, label=f"domain {name}")
+        ax.plot(m.index, m.values, color=color, label=f"ours, domain {name}")
+        if name in summary.index:  # the trivial predictor's error |p - c| on the same grid
+            c = summary.loc[name, "constant"]
+            pos = g.groupby("fraction").position.first()
+            ax.plot(pos.index, (pos - c).abs().where(lambda e: e > 0), color=color, ls=":", lw=1,
+                    label=f"constant {c:.4g} (training median), {name}")
+        if name in authors:
+            ref = authors[name]
+            who = "authors' plotting code" if ref.get("reference") == "the authors' code" else reference_name(ref)
+            ax.axhline(ref["paper"], color=color, ls="--", lw=1, label=f"{who}, {name}: interior {ref['paper']:g}")
     n = curves.seed.nunique()  # the seeds trained (a dry run: one)
     ax.set(yscale="log", xlabel="position as a fraction of the range, (p - low) / (high - low)",
            ylabel=f"absolute error |p - p_hat| (mean over {n} seed{'s' if n > 1 else ''})",
-           title="Absolute position reconstruction across two ranges (App. B.1)")
-    ax.legend()
+           title=f"Absolute position reconstruction across two ranges (App. B.1)\n{profile_tag(res['profile'])}")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     return fig

@@ -85,6 +85,14 @@ def relative_property_table(axes=(1, 2, 3), head_dim: int = 60, n_pairs: int = 4
     return pd.DataFrame(rows)
 
 
+def relative_property_text(rel: pd.DataFrame) -> str:
+    """What `relative_property_table` found, in one sentence computed from it (for the notebook's prose)."""
+    return (f"Over {len(rel)} draws on {rel.n_axes.nunique()} axis counts: |score - score_relative| <= "
+            f"{rel.abs_diff.max():.1e}; a common real offset of m and n changes the score by <= "
+            f"{rel.diff_after_common_offset.max():.1e}; moving m alone by 0.37 changes it by "
+            f"{rel.diff_after_moving_m.min():.2g} to {rel.diff_after_moving_m.max():.2g}.")
+
+
 # ----------------------------------------------------------------------------- axial chunks and p-RoPE
 
 def channel_frequency_table(size_name: str, n_axes: int, p: float = 0.75, base: float = 10000.0) -> pd.DataFrame:
@@ -307,6 +315,20 @@ def translation_table(cfg: TheoryConfig, axes=(1, 2)) -> pd.DataFrame:
             rows += [dict(n_axes=A, cls="with [CLS]" if use_cls else "no [CLS]", shift=c, max_abs_diff=float(d))
                      for c, d in zip(cfg.shifts, gaps)]
     return pd.DataFrame(rows)
+
+
+def translation_text(table: pd.DataFrame) -> str:
+    """What `translation_table` found, computed from it: the largest output change without [CLS] (over every
+    shift) and with [CLS] at the smallest shift and over the shifts >= 10."""
+    no, cls = table[table.cls == "no [CLS]"], table[table.cls == "with [CLS]"]
+    small = cls[cls["shift"] == cls["shift"].min()].max_abs_diff
+    large = cls[cls["shift"] >= 10].max_abs_diff
+    out = (f"Without [CLS] the outputs change by at most {no.max_abs_diff.max():.1e} for every shift up to "
+           f"c = {no['shift'].max():g}. With [CLS] they change by {small.min():.1e}-{small.max():.1e} at "
+           f"c = {cls['shift'].min():g}")
+    if len(large):
+        out += f" and by {large.min():.1e}-{large.max():.1e} for c >= 10"
+    return out + "."
 
 
 def plot_translation(table: pd.DataFrame):

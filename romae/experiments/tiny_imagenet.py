@@ -31,7 +31,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from .. import plan, runtime
+from .. import plan, report, runtime
 from ..config import RoMAEConfig, TrainConfig, check_profile, size
 from ..data import tiny_imagenet
 from ..data.catalog import Need, require
@@ -39,7 +39,7 @@ from ..images import GridDataset, from_images, mae_reconstruction, rand_augment
 from ..model import RoMAEForPreTraining, prediction_config
 from ..recipe import plot_learning_curves as plot_histories, pretrain_finetune
 from ..reference import paper_values, peer_values
-from ..report import record, save_table
+from ..report import difference, difference_text, loss_flags, record, save_table, scale
 
 EXPERIMENT = "table2_tiny_imagenet"
 # Table 2's rows (the summary's settings) -> (pos_encoding, use_cls)
@@ -51,6 +51,11 @@ VARIANTS = {
 }
 TABLE2 = tuple(list(VARIANTS)[:3])
 PAPER_CLASSES, PAPER_TRAIN_IMAGES = 200, 100_000  # the official archive: 500 training images per class (the plan)
+PAPER_RESOLUTION = 64  # px, the official archive (Sec. 5.2: Tiny ImageNet); the paper profile resizes it to 224
+# Table 2's two comparisons (Sec. 5.2): (A, B, what) with A - B reported per seed
+COMPARISONS = (("RoPE, [CLS]", "absolute sin/cos, [CLS]", "RoPE vs absolute"),
+               ("RoPE, no [CLS] (mean head)", "RoPE, [CLS]", "without vs with [CLS]"))
+MARGIN = 0.01  # the smallest difference that matters: 1 point of accuracy or macro-F1 (Table 2's gaps: 0.4-2.5 points)
 
 
 @dataclass(frozen=True)
@@ -252,9 +257,10 @@ def build(cfg: TinyImageNetRun, root=None) -> dict:
                 resolution=d["resolution"], digest=d["digest"][:16], path=d["path"])
 
 
-def _note(cfg: TinyImageNetRun, d: dict, profile: str, res: dict, n: int) -> str:
+def _note(cfg: TinyImageNetRun, d: dict, res: dict, n: int) -> str:
     src = {"official": "official Tiny ImageNet (64 px)",
-           "subset": f"shared Tiny ImageNet subset ({d['resolution']} px, reduced from 64 px)"}.get(d["source"], d["path"])
+           "subset": f"shared Tiny ImageNet subset ({d['resolution']} px; the official images are "
+                     f"{PAPER_RESOLUTION} px)"}.get(d["source"], d["path"])
     shown = f"resized to {cfg.image_size} px" if cfg.image_size else f"at {d['resolution']} px"
     grid = d["train"].grid
     pre = res["steps"]["pretrain"]
@@ -263,8 +269,50 @@ def _note(cfg: TinyImageNetRun, d: dict, profile: str, res: dict, n: int) -> str
             + (f"pre-trained {cfg.pretrain_epochs} epochs ({pre} steps, batch {cfg.pretrain_batch}, mask "
                f"{cfg.mask_ratio}, norm-pix), " if pre else "from scratch, ")
             + f"fine-tuned {cfg.finetune_epochs} epochs ({res['steps']['finetune']} steps, batch {cfg.finetune_batch}"
-            + (f", RandAugment {cfg.rand_augment}" if cfg.rand_augment else "") + f"); mean of {n} seed(s)"
-            + ("; reduced: not the paper's scale" if profile != "paper" or d["source"] != "official" else ""))
+            + (f", RandAugment {cfg.rand_augment}" if cfg.rand_augment else "") + f"); mean of {n} seed(s)")
+
+
+def run_scale(cfg: TinyImageNetRun, d: dict, pretrained: bool, n_seeds: int) -> dict:
+    """A row's scale (`report.scale`): this run's data, resolution, model, epochs (pre-training + fine-tuning) and
+    seeds beside the paper's, read from the `paper` profile (Table 10) and the official archive."""
+    paper = PROFILES["paper"]
+    return scale(dataset=("generated images (dry run)" if d["source"] == "generated" else "Tiny ImageNet",
+                          "Tiny ImageNet"),
+                 data=(len(d["train"]), PAPER_TRAIN_IMAGES),
+                 resolution=(f"{d['resolution']} px", f"{PAPER_RESOLUTION} px"),
+                 model=(f"RoMAE-{cfg.encoder}", f"RoMAE-{paper.encoder}"),
+                 epochs=(f"{cfg.pretrain_epochs if pretrained else 0} + {cfg.finetune_epochs}",  # a from-scratch
+                         f"{paper.pretrain_epochs if pretrained else 0} + {paper.finetune_epochs}"),  # control: 0 + ...
+                 seeds=(n_seeds, None))  # the paper does not say how many seeds its stds come from
+
+
+training_losses = report.training_losses  # the loss curves of pretrain_finetune results, for record(losses=)
+
+
+def comparisons(per_seed: pd.DataFrame, metric: str = "accuracy", margin: float = MARGIN) -> pd.DataFrame:
+    """Table 2's comparisons (COMPARISONS) as paired differences over seeds (`report.difference`): per pair
+    the mean of A - B, its standard error, the verdict ("resolved: A > B", "equal within +-margin", "not resolved
+    at this scale") and, for macro-F1, the paper's own difference A - B (Table 2)."""
+    paper = {r["setting"]: r["paper"] for r in paper_values() if r["experiment"] == EXPERIMENT}
+    rows = []
+    for a, b, what in COMPARISONS:
+        x = per_seed[per_seed.setting == a].set_index("seed")[metric]
+        y = per_seed[per_seed.setting == b].set_index("seed")[metric]
+        seeds = x.index.intersection(y.index)
+        if len(seeds) == 0:
+            continue
+        res = difference(x[seeds].to_numpy(), y[seeds].to_numpy(), margin, names=(a, b))
+        rows.append(dict(comparison=what, a=a, b=b, metric=metric, difference=res["diff"], se=res["se"],
+                         n_seeds=res["n"], margin=margin, verdict=res["verdict"], text=difference_text(res),
+                         paper_difference=paper[a] - paper[b] if metric == "macro_f1" else np.nan))
+    return pd.DataFrame(rows, columns=["comparison", "a", "b", "metric", "difference", "se", "n_seeds", "margin",
+                                       "verdict", "text", "paper_difference"])
+
+
+def _comparison_note(comp: pd.DataFrame, label: str) -> str:
+    """The verdicts of the comparisons a row takes part in, for its note."""
+    return "; ".join(f"{r.comparison} ({r.a} minus {r.b}, {r.metric}): {r.text}"
+                     for r in comp.itertuples() if label in (r.a, r.b))
 
 
 def run(profile: str = "smoke", data_root=None, reports_dir=None, cache_dir=None, refresh: bool = False,
@@ -302,16 +350,25 @@ def run(profile: str = "smoke", data_root=None, reports_dir=None, cache_dir=None
                                  finetune_seconds=res["seconds"]["finetune"]))
     per_seed = pd.DataFrame(rows)
     table = comparison_table(per_seed, profile)
+    comp = pd.concat([comparisons(per_seed, m) for m in ("macro_f1", "accuracy")], ignore_index=True)
+    flags = {}
     for label, f in per_seed.groupby("setting", sort=False):  # written by the main process only
-        note = _note(cfg, d, profile, results[(label, f.seed.iloc[0])], len(f))
+        runs = [results[(label, s)] for s in f.seed]
+        curves = training_losses(runs)
+        flags[label] = "; ".join(x for x in map(loss_flags, curves) if x)  # as `record` notes it
+        note = _note(cfg, d, runs[0], len(f))
+        row_scale = run_scale(cfg, d, not label.endswith("from scratch"), len(f))
         for metric in ("macro_f1", "accuracy"):
+            verdicts = _comparison_note(comp[comp.metric == metric], label)
             record(EXPERIMENT, label, metric, float(f[metric].mean()),
                    ours_std=float(f[metric].std(ddof=1)) if len(f) > 1 else None, n_seeds=len(f),
-                   profile=profile, note=note, reports_dir=reports_dir)
+                   profile=profile, scale=row_scale, losses=curves,
+                   note=note + (f"; {verdicts}" if verdicts else ""), reports_dir=reports_dir)
     save_table(table, EXPERIMENT, reports_dir)
     save_table(per_seed, f"{EXPERIMENT}_per_seed", reports_dir)
-    return dict(config=cfg, found=True, message="", data=d, results=results, per_seed=per_seed, table=table,
-                seconds=time.perf_counter() - t0)
+    save_table(comp.drop(columns="text"), f"{EXPERIMENT}_comparisons", reports_dir)
+    return dict(config=cfg, profile=profile, found=True, message="", data=d, results=results, per_seed=per_seed,
+                table=table, comparisons=comp, training_flags=flags, seconds=time.perf_counter() - t0)
 
 
 def comparison_table(per_seed: pd.DataFrame, profile: str) -> pd.DataFrame:
@@ -336,23 +393,12 @@ def anchors() -> pd.DataFrame:
     return pd.DataFrame(peer_values(EXPERIMENT))[["model", "metric", "value", "source"]]
 
 
-def ordering(per_seed: pd.DataFrame, metric: str = "accuracy") -> pd.DataFrame:
-    """Pairwise differences between variants (mean over seeds) with a rough resolution check: a gap is
-    called resolved when it exceeds twice the standard error of the difference of the two means."""
-    g = per_seed.groupby("setting", sort=False)[metric]
-    m, s, n = g.mean(), g.std(ddof=1), g.size()
-    rows = []
-    names = list(m.index)
-    for i, a in enumerate(names):
-        for b in names[i + 1:]:
-            se = float(np.sqrt(s[a] ** 2 / n[a] + s[b] ** 2 / n[b])) if n[a] > 1 and n[b] > 1 else np.nan
-            diff = float(m[a] - m[b])
-            rows.append(dict(a=a, b=b, difference=diff, se=se,
-                             resolved=bool(np.isfinite(se) and abs(diff) > 2 * se)))
-    return pd.DataFrame(rows)
-
-
 # ----------------------------------------------------------------------------- figures
+
+def title_tag(profile: str) -> str:
+    """'(quick profile, reduced)' for a figure title; '(paper profile)' at the paper's settings."""
+    return f"({report.title_tag(profile)})"
+
 
 def pretrained_model(res: dict, label: str, seed: int) -> RoMAEForPreTraining:
     """The pre-training model (MAE) of one variant and seed, from the run's results, in eval mode."""
@@ -391,8 +437,8 @@ def plot_reconstructions(res: dict, label: str, seed: int, idx, mask_seed: int =
             if i == 0:
                 axes[i, k].set_title(title, fontsize=8)
         axes[i, 0].set_ylabel(names[int(data.labels[j])][:18], fontsize=7)
-    fig.suptitle(f"{label}, seed {seed}: validation images (norm-pix predictions shown with each hidden "
-                 "patch's own mean and std, as MAE's figures)", fontsize=8)
+    fig.suptitle(f"{label}, seed {seed} {title_tag(res['profile'])}: validation images\n(norm-pix predictions "
+                 "shown with each hidden patch's own mean and std, as MAE's figures)", fontsize=8)
     fig.tight_layout()
     return fig
 
@@ -401,25 +447,44 @@ def plot_learning_curves(res: dict):
     """Pre-training (masked-patch MSE, norm-pix) and fine-tuning (cross-entropy) loss of every run."""
     runs = [dict(pretrain=r["pretrain_history"], finetune=r["finetune_history"], pretrain_label=f"{label}, seed {seed}",
                  finetune_label=f"{label}, seed {seed}") for (label, seed), r in res["results"].items()]
+    tag = title_tag(res["profile"])
     return plot_histories(runs, pretrain_ylabel="masked-patch MSE (norm-pix)",
-                          finetune_ylabel="cross-entropy (label smoothing 0.1)", legend_size=6)
+                          finetune_ylabel="cross-entropy (label smoothing 0.1)", legend_size=6,
+                          titles=(f"pre-training {tag}", f"fine-tuning {tag}"))
 
 
 def plot_variants(res: dict):
-    """Accuracy and macro-F1 per variant: each seed as a dot, the mean as a bar."""
-    ps = res["per_seed"]
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.4))
+    """Accuracy and macro-F1 per variant: each seed as a dot, the mean as a bar; marked: chance (1 / classes), the
+    paper's F-score of each variant (Table 2, RoMAE-small at 64 px, +- its std) and the published from-scratch
+    ViTs' accuracy at 64 px (`anchors`). Legends below the panels."""
+    ps, profile = res["per_seed"], res["profile"]
+    paper = {r["setting"]: r for r in paper_values() if r["experiment"] == EXPERIMENT}
+    chance = 1 / len(res["data"]["classes"])
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.6), layout="constrained")
     for ax, metric in zip(axes, ("accuracy", "macro_f1")):
-        g = ps.groupby("setting", sort=False)[metric]
-        names = list(g.groups)
-        ax.bar(range(len(names)), g.mean().to_numpy(), color="tab:blue", alpha=0.35)
+        means = ps.groupby("setting", sort=False)[metric].mean()
+        names = list(means.index)
+        x = np.arange(len(names))
+        ax.bar(x, means.to_numpy(), 0.6, color="tab:blue", alpha=0.35, label=f"ours, mean over seeds ({profile})")
         for i, n in enumerate(names):
             v = ps[ps.setting == n][metric].to_numpy()
-            ax.plot(np.full(len(v), i), v, "o", color="tab:blue")
-        ax.set_xticks(range(len(names)))
-        ax.set_xticklabels([n.replace(", ", ",\n", 1) for n in names], fontsize=7)
-        ax.set(ylabel=metric.replace("_", "-"), title=f"{metric.replace('_', '-')} on the validation images")
-    fig.tight_layout()
+            ax.plot(np.full(len(v), i), v, "o", color="tab:blue", label="ours, one seed" if i == 0 else None)
+        ax.axhline(chance, color="0.5", ls=":", lw=1, label=f"chance (1/{len(res['data']['classes'])})")
+        if metric == "macro_f1":
+            known = [(i, paper[n]) for i, n in enumerate(names) if n in paper]
+            if known:
+                ax.errorbar([i for i, _ in known], [r["paper"] for _, r in known],
+                            yerr=[r["paper_std"] for _, r in known], fmt="D", color="k", ms=5, capsize=3,
+                            label="paper (Table 2: RoMAE-small, 64 px) +- std")
+        else:
+            for k, a in enumerate(anchors().itertuples()):
+                ax.axhline(a.value / 100, color=f"C{k + 2}", ls="--", lw=1, label=f"{a.model}, 64 px (published)")
+        ax.set_xticks(x, [n.replace(", ", ",\n", 1) for n in names], fontsize=7)
+        ax.set(ylabel=metric.replace("_", "-"), ylim=(0, None),
+               title=f"{metric.replace('_', '-')} on the validation images {title_tag(profile)}")
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1, frameon=False)
+    axes[0].text(0.99, 0.5, "the paper gives no accuracy:\npublished from-scratch ViTs\nat 64 px for scale",
+                 transform=axes[0].transAxes, ha="right", va="center", fontsize=7, color="0.3")
     return fig
 
 

@@ -31,14 +31,14 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import cost, runtime
+from .. import cost, report, runtime
 from ..builders import from_sequences
 from ..config import RoMAEConfig, TrainConfig, as_list, check_profile, size
 from ..data import files, uea
 from ..data.catalog import Need, require
 from ..plan import Training
 from ..model import RoMAEForPrediction, RoMAEForPreTraining, prediction_config
-from ..recipe import DROP_PATH_RULE, plot_learning_curves as plot_histories, pretrain_finetune
+from ..recipe import DROP_PATH_RULE, pretrain_finetune
 from ..reference import peer_values
 from ..report import device_label, record, save_table
 
@@ -471,6 +471,7 @@ def run_dataset(name: str, cfg: UEARun, profile: str, root=None, cache_dir=None,
     raw = uea.load(name, root) if raw is None else raw
     _classification(raw, name)
     st = stats(raw, cfg)
+    full = PAPER_STATS[name] if raw.get("generated") and name in PAPER_STATS else stats(raw, PROFILES["paper"])
     cfg, reductions, ref_seconds = plan(cfg, name, st)
     log(describe(name, st, cfg, reductions, ref_seconds, profile))
     data = build(name, cfg, root, raw)
@@ -504,6 +505,7 @@ def run_dataset(name: str, cfg: UEARun, profile: str, root=None, cache_dir=None,
                 histories[(label, seed)] = dict(pretrain=res["pretrain_history"], finetune=res["finetune_history"])
     return dict(name=name, data=data, per_seed=pd.DataFrame(rows), histories=histories, config=cfg,
                 table12=name in TABLE12, seconds=time.perf_counter() - t0, reductions=reductions, stats=st,
+                full_stats=full,
                 estimate=dict(reference=ref_seconds, here=here),
                 pretrain=cfg.pretrain_config(len(train)), finetune=cfg.finetune_config(name, len(train)))
 
@@ -531,7 +533,7 @@ def _note(r: dict, cfg: UEARun) -> str:
             f"RoMAE-{cfg.encoder}; pre-training {pre.epochs} epochs, fine-tuning {ft.epochs} epochs "
             f"({'Table 12' if r['table12'] else 'DEFAULT_FINETUNE: not in Table 12'}); model after the last epoch, "
             f"no selection on the test file" + (f"; drop-path {lam:g} as {DROP_PATH_RULE}" if lam else "")
-            + (f"; REDUCED: {', '.join(capped)}" if capped else ""))
+            + (f"; planned reductions: {', '.join(capped)}" if capped else ""))
 
 
 def run(profile: str = "smoke", datasets=None, data_root=None, reports_dir=None, cache_dir=None,
@@ -568,17 +570,29 @@ def run(profile: str = "smoke", datasets=None, data_root=None, reports_dir=None,
             continue
         r = results[name] = run_dataset(name, cfg, profile, data_root, cache_dir, refresh, log, raw)
         rc = r["config"]
+        r["flags"] = {v: "; ".join(x for seed in g.seed for c in loss_curves(r["histories"][(v, seed)])
+                                   if (x := report.loss_flags(c)))
+                      for v, g in r["per_seed"].groupby("variant", sort=False)}
+        diffs = differences(r)
+        verdicts = {v: f"pre-trained minus from scratch ({DIFF_METRIC}, paired by seed): {d.text}"
+                       + ("; no conclusion: a training of the pair is flagged" if d.flagged else "")
+                    for d in diffs.itertuples() for v in (d.pre, d.scratch)}
+        trivial = majority_error(r["data"])
         for variant in r["per_seed"].variant.unique():
             f = r["per_seed"][r["per_seed"].variant == variant]
             # settings: "<name>" (paper row), "<name>, from scratch", "<name>, 2 labelled per class, pre-trained", ...
             head, _, budget = variant.partition(", ")
             setting = ", ".join([name] + ([budget] if budget else []) + ([head] if head != "pre-trained" or budget else []))
-            note = _note(r, rc) + (f"; fine-tuned on {int(f.n_labelled.iloc[0])} labelled series" if budget else "")
+            note = "; ".join(x for x in (_note(r, rc) + (f"; fine-tuned on {int(f.n_labelled.iloc[0])} labelled series"
+                                                          if budget else ""), verdicts.get(variant, "")) if x)
+            n = len(f)
+            fields = r.setdefault("scales", {})[variant] = scale_of(r, variant, int(f.n_labelled.iloc[0]), n)
+            losses = [c for seed in f.seed for c in loss_curves(r["histories"][(variant, seed)])]
+            learned = report.learned(1 - float(f.accuracy.mean()), trivial, trivial=TRIVIAL)
             for metric in ("accuracy", "macro_f1"):
-                n = len(f)
                 record(EXPERIMENT, setting, metric, float(f[metric].mean()),
                        ours_std=float(f[metric].std(ddof=1)) if n > 1 else None, n_seeds=n, profile=profile,
-                       note=note, reports_dir=reports_dir)
+                       scale=fields, note=note, learned=learned, losses=losses, reports_dir=reports_dir)
     per_seed = pd.concat([r["per_seed"] for r in results.values()], ignore_index=True) if results else pd.DataFrame()
     table = comparison_table(results, profile, cfg.encoder)
     if results:
@@ -586,7 +600,77 @@ def run(profile: str = "smoke", datasets=None, data_root=None, reports_dir=None,
         save_table(per_seed, f"{EXPERIMENT}_per_seed", reports_dir)
     # found: the datasets that ran; skipped: found but not runnable ({name: why}); missing: named, not here
     return dict(config=cfg, found=list(results), missing=missing, message=message, results=results,
-                per_seed=per_seed, table=table, skipped=skipped)
+                per_seed=per_seed, table=table, skipped=skipped, profile=profile)
+
+
+DIFF_METRIC = "accuracy"  # what `differences` compares
+TRIVIAL = "the most frequent training class"  # the trivial classifier (`majority_error`)
+
+
+def scale_of(r: dict, variant: str, n_labelled: int, n_seeds: int) -> dict:
+    """One row's facts beside the `paper` profile's (Tables 12, 13; seeds 69, 84, 1066) on the whole dataset:
+    epochs of each training, seeds, labelled training series, model, the longest series' tokens, and for a dry
+    run's generated series the dataset -> `report.scale`."""
+    name, rc, full = r["name"], r["config"], r["full_stats"]
+    paper = PROFILES["paper"]
+    scratch, budget = variant.startswith("from scratch"), ", " in variant
+    k = int(variant.split(", ")[1].split()[0]) if budget else None
+    n_paper = full["n_train"] if k is None else min(full["n_train"], k * full["classes"])
+
+    def epochs(c: UEARun, n_pre: int, n_ft: int) -> str:
+        ft = f"fine-tuning {c.finetune_config(name, n_ft).epochs}"
+        return ft if scratch else f"pre-training {c.pretrain_config(n_pre).epochs} + {ft}"
+
+    ours_tokens = r["stats"]["max_len"] if rc.max_tokens is None else min(r["stats"]["max_len"], rc.max_tokens)
+    fields = dict(epochs=(epochs(rc, r["stats"]["n_train"], n_labelled), epochs(paper, full["n_train"], n_paper)),
+                  seeds=(n_seeds, len(paper.seeds)), data=(n_labelled, n_paper), model=(rc.encoder, paper.encoder),
+                  resolution=(f"{ours_tokens} steps", f"{full['max_len']} steps"))
+    if r["data"]["generated"]:
+        fields["dataset"] = ("generated series (dry run)", name)
+    return report.scale(**fields)
+
+
+def loss_curves(histories: dict) -> list[list[float]]:
+    """The logged training losses of one run's pre-training (if any) and fine-tuning, each in order."""
+    out = []
+    for stage in ("pretrain", "finetune"):
+        h = pd.DataFrame(histories.get(stage) or [])
+        if "loss" in h:
+            out.append(h["loss"].dropna().astype(float).tolist())
+    return out
+
+
+def majority_error(data: dict) -> float:
+    """Test error of the trivial classifier: always the most frequent class of the training file."""
+    train, test = data["train"].tensors["labels"].numpy(), data["test"].tensors["labels"].numpy()
+    return float((test != np.bincount(train).argmax()).mean())
+
+
+def differences(r: dict, metric: str = DIFF_METRIC) -> pd.DataFrame:
+    """Pre-trained minus from scratch for one dataset's run, paired by seed, for every labelled budget
+    (`report.difference`): margin = one test series of accuracy (1 / the test series), the smallest difference a
+    test set of this size can show. -> rows: dataset, labels, pre, scratch, diff, se, n, margin, verdict, flagged
+    (the two trainings' loss flags, `report.loss_flags`: no conclusion from a flagged pair), text."""
+    f, out = r["per_seed"], []
+    grid = f.pivot(index="seed", columns="variant", values=metric)
+    margin = 1.0 / len(r["data"]["test"])
+    for pre in [v for v in grid.columns if v.startswith("pre-trained")]:
+        scratch = pre.replace("pre-trained", "from scratch")
+        if scratch not in grid:
+            continue
+        res = report.difference(grid[pre].to_numpy(), grid[scratch].to_numpy(), margin,
+                                names=("pre-trained", "from scratch"))
+        flagged = "; ".join(f"{v}: {r.get('flags', {}).get(v)}" for v in (pre, scratch) if r.get("flags", {}).get(v))
+        out.append(dict(dataset=r["name"], labels="all labels" if pre == "pre-trained" else pre.split(", ", 1)[1],
+                        pre=pre, scratch=scratch, **res, flagged=flagged, text=report.difference_text(res)))
+    return pd.DataFrame(out, columns=["dataset", "labels", "pre", "scratch", "diff", "se", "n", "margin", "verdict",
+                                      "flagged", "text"])
+
+
+def pretraining_differences(res: dict) -> pd.DataFrame:
+    """`differences` of every dataset of a run, for the notebook's table."""
+    frames = [differences(r) for r in res["results"].values()]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
 def comparison_table(results: dict, profile: str, encoder: str = "tiny") -> pd.DataFrame:
@@ -616,44 +700,88 @@ def plot_example(res: dict, name: str, channel: int = 0, n: int = 2):
         kept = ~np.isnan(d)
         ax.plot(t[kept], d[kept], "o", ms=3, color="tab:blue", label=f"kept ({kept.sum()} of {len(x)} steps)")
         ax.set(ylabel=f"channel {channel}", title=f"{name}, training series {i}")
-        ax.legend(fontsize=8, loc="upper right")
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     axes[-1, 0].set(xlabel="time step (= the token's position)")
+    fig.suptitle(f"{name}: 30 % of the steps dropped ({res['profile']} profile; an illustration of the data)")
     fig.tight_layout()
     return fig
 
 
+def title_tag(res: dict) -> str:
+    """'quick profile' or 'quick profile, reduced': the profile and the qualifiers of every row's scale facts."""
+    profile = res["profile"]
+    quals = dict.fromkeys(q for r in res["results"].values() for fields in r["scales"].values()
+                          for q in report.qualifiers(fields, profile))
+    return ", ".join([f"{profile} profile", *quals])
+
+
+def seed_colours(seeds) -> dict:
+    """One colour per seed, the same in every figure of the notebook."""
+    return {s: plt.get_cmap("tab10")(i % 10) for i, s in enumerate(sorted(seeds))}
+
+
 def plot_accuracy(res: dict):
-    """Test accuracy per seed of every variant (circles: all labels; squares: label-scarce), beside the
-    paper's RoMAE and the best published peer."""
+    """Test accuracy of every variant of every dataset: one colour per seed (points side by side, so equal
+    values stay visible), the mean +- std over seeds in black, beside the paper's RoMAE and the best published
+    peer of that dataset."""
     names = list(res["results"])
-    fig, ax = plt.subplots(figsize=(max(5, 2.6 * len(names)), 3.8))
     peers = pd.DataFrame(peer_values(EXPERIMENT))
-    for j, name in enumerate(names):
+    colours = seed_colours({s for r in res["results"].values() for s in r["per_seed"].seed})
+    columns = [(name, v) for name in names for v in res["results"][name]["per_seed"].variant.unique()]
+    fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(columns) + 2), 4.2))
+    x0, ticks, centres = 0, [], []
+    for name in names:
         f = res["results"][name]["per_seed"]
         variants = list(f.variant.unique())
         for k, variant in enumerate(variants):
-            v = f[f.variant == variant].accuracy
-            x = j + (k - (len(variants) - 1) / 2) * 0.6 / max(len(variants), 1)
-            ax.plot(np.full(len(v), x), v, "o" if "labelled" not in variant else "s", mfc="none",
-                    color="tab:blue" if variant.startswith("pre-trained") else "tab:orange",
-                    alpha=1.0 if "labelled" not in variant else 0.6, label=variant if j == 0 else None)
+            g = f[f.variant == variant].sort_values("seed")
+            for i, (seed, acc) in enumerate(zip(g.seed, g.accuracy)):
+                ax.plot(x0 + k + (i - (len(g) - 1) / 2) * 0.12, acc, "o", color=colours[seed], ms=6,
+                        label=f"seed {seed}")
+            ax.errorbar(x0 + k + 0.3, g.accuracy.mean(), yerr=g.accuracy.std(ddof=1) if len(g) > 1 else 0, fmt="_",
+                        color="k", ms=12, capsize=3, label="mean +- std over seeds")
         p = peers[peers.benchmark == name]
         if len(p):
-            paper = p[p.model.str.startswith("RoMAE")].value.iloc[0]
-            best = p[~p.model.str.startswith("RoMAE")].value.max()
-            ax.hlines(paper, j - 0.4, j + 0.4, colors="k", label="RoMAE (paper)" if j == 0 else None)
-            ax.hlines(best, j - 0.4, j + 0.4, colors="0.6", linestyles="--", label="best peer (published)" if j == 0 else None)
-    ax.set(xticks=range(len(names)), xticklabels=names, ylabel="test accuracy", title="Table 6: accuracy per seed")
-    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
+            lo, hi = x0 - 0.4, x0 + len(variants) - 0.4
+            ax.hlines(p[p.model.str.startswith("RoMAE")].value.iloc[0], lo, hi, colors="k", label="RoMAE (paper)")
+            ax.hlines(p[~p.model.str.startswith("RoMAE")].value.max(), lo, hi, colors="0.6", linestyles="--",
+                      label="best peer (published)")
+        ticks += [x0 + k for k in range(len(variants))]
+        centres.append(x0 + (len(variants) - 1) / 2)
+        x0 += len(variants) + 0.6
+    ax.set_xticks(ticks, [v.replace(" labelled per class", " per class").replace(", ", ",\n") for _, v in columns],
+                  fontsize=7)
+    top = ax.secondary_xaxis("top")  # the datasets, above their groups of variants
+    top.set_xticks(centres, names, fontsize=9)
+    ax.set(ylabel="test accuracy")
+    ax.set_title(f"Table 6: accuracy per seed ({title_tag(res)})", pad=22)
+    handles, labels = ax.get_legend_handles_labels()
+    unique = dict(zip(labels, handles))
+    ax.legend(unique.values(), unique.keys(), fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
     return fig
 
 
 def plot_learning_curves(res: dict, name: str):
-    """Pre-training loss and fine-tuning loss (pre-trained vs from scratch) against step, one line per seed."""
-    runs = [dict(pretrain=h["pretrain"], finetune=h["finetune"], pretrain_label=f"seed {seed}",
-                 finetune_label=f"{variant}, seed {seed}",
-                 color="tab:blue" if variant == "pre-trained" else "tab:orange")
-            for (variant, seed), h in res["results"][name]["histories"].items() if "labelled" not in variant]
-    return plot_histories(runs, pretrain_ylabel="masked-token MSE (standardised)", finetune_ylabel="cross-entropy",
-                          yscale=("linear", "log"), titles=(f"{name}: pre-training", f"{name}: fine-tuning"))
+    """Pre-training loss (left) and fine-tuning loss (right) against step: one colour per seed; fine-tuning of
+    the pre-trained classifier solid, from scratch dashed (all labels)."""
+    from matplotlib.ticker import FormatStrFormatter
+
+    hist = {k: h for k, h in res["results"][name]["histories"].items() if "labelled" not in k[0]}
+    colours = seed_colours({seed for _, seed in hist})
+    fig, (a, b) = plt.subplots(1, 2, figsize=(12, 3.8))
+    for (variant, seed), h in hist.items():
+        if h["pretrain"]:
+            p = pd.DataFrame(h["pretrain"]).dropna(subset=["loss"])
+            a.plot(p.step, p.loss, color=colours[seed], marker="o" if len(p) < 5 else None, label=f"seed {seed}")
+        f = pd.DataFrame(h["finetune"]).dropna(subset=["loss"])
+        b.plot(f.step, f.loss, color=colours[seed], ls="-" if variant == "pre-trained" else "--", alpha=0.85,
+               marker="o" if len(f) < 5 else None, label=f"{variant}, seed {seed}")
+    tag = title_tag(res)
+    a.set(xlabel="step", ylabel="masked-token MSE (standardised)", title=f"{name}: pre-training ({tag})")
+    b.set(xlabel="step", ylabel="cross-entropy", yscale="log", title=f"{name}: fine-tuning ({tag})")
+    b.yaxis.set_minor_formatter(FormatStrFormatter("%.3g"))  # readable labels on a short log range
+    a.legend(fontsize=7, loc="best")
+    b.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
+    return fig
