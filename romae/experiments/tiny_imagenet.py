@@ -127,12 +127,16 @@ class TinyImageNetRun:
 
 PROFILES = {
     "paper": TinyImageNetRun(),
-    # the shared 32-px subset (20,000 train / 10,000 val) on a 2-core CPU in ~45 min: 4 x 4 patches (an
-    # 8 x 8 grid of 64 tokens, so positions still matter), RoMAE-tiny-shallow encoder and decoder, batch 256
-    "quick": TinyImageNetRun(source="subset", image_size=None, patch=4, encoder="tiny-shallow",
-                             decoder=dict(size("tiny-shallow").__dict__), seeds=(0, 1), pretrain_epochs=6,
-                             pretrain_batch=256, pretrain_lr=1e-3, finetune_epochs=5, finetune_batch=256,
-                             warmup_cap=0.1, subset_from_official=True),
+    # the shared 32-px subset (all 200 classes, 20,000 train / 10,000 val) on a 2-core CPU in ~40 min, designed
+    # to learn well above chance (issue 23: >= 10x chance top-1) so the variants can be compared: 8 x 8 patches
+    # (a 4 x 4 grid of 16 tokens: 4x cheaper than 4 x 4 patches, so 20 fine-tuning epochs fit), RoMAE-tiny-shallow
+    # encoder and decoder, 4 pre-training epochs (batch 256), 20 fine-tuning epochs at batch 64 (1e-3 -> 5e-4:
+    # more steps, the short run's main lever) without RandAugment (at 100 images per class and 20 epochs it slowed
+    # learning; measured on 50 classes: 17.2 % with, 18.6 % without, in less time)
+    "quick": TinyImageNetRun(source="subset", image_size=None, patch=8, encoder="tiny-shallow",
+                             decoder=dict(size("tiny-shallow").__dict__), seeds=(0, 1), pretrain_epochs=4,
+                             pretrain_batch=256, pretrain_lr=1e-3, finetune_epochs=20, finetune_batch=64,
+                             finetune_lr=5e-4, rand_augment=None, warmup_cap=0.1, subset_from_official=True),
     # seconds: 10 classes x 20 images, 8 x 8 patches of the 32-px subset, 1 + 1 epochs
     "smoke": TinyImageNetRun(source="subset", image_size=None, patch=8, encoder="tiny-shallow",
                              decoder=dict(size("tiny-shallow").__dict__), seeds=(0,), n_classes=10,
