@@ -216,7 +216,41 @@ def strip_timestamps(path: Path, output_path: Path | None = None) -> None:
     for cell in nb.cells:
         cell.metadata.pop("papermill", None)
         cell.metadata.pop("execution", None)
+        if cell.cell_type == "code":
+            cell.outputs = drop_progress_bars(cell.get("outputs", []))
     nbformat.write(nb, path)
+
+
+# a tqdm bar's line: "train:  45%|####5     | 283/632 [00:10<00:12, 28.1it/s]" (also "?/?", "1.2M/3.4M")
+_BAR = re.compile(r"\|\s*[\d.]+[kMGTP]?/[\d.?]+[kMGTP]?\s*\[[\d:?<]")
+
+
+def drop_progress_bars(outputs: list) -> list:
+    """Outputs without progress bars: the lines of stderr/stdout streams that are tqdm bars (each redraw,
+    '\\r'-separated, is one) are removed, streams left empty are dropped, and so are progress widgets. Bars
+    are for people watching a run; in an executed copy they made pages megabytes long. Other text stays."""
+    kept = []
+    for out in outputs:
+        if out.get("output_type") == "stream":
+            lines = re.split(r"(?<=[\r\n])", out.get("text", ""))
+            text = "".join(line for line in lines if not _BAR.search(line))
+            if text.strip():
+                out["text"] = text
+                kept.append(out)
+        elif out.get("output_type") == "display_data" and "application/vnd.jupyter.widget-view+json" in out.get("data", {}) \
+                and _BAR.search(str(out.get("data", {}).get("text/plain", ""))):
+            continue
+        else:
+            kept.append(out)
+    # consecutive pieces of one stream, split where bars were, joined again
+    merged = []
+    for out in kept:
+        if merged and out.get("output_type") == "stream" and merged[-1].get("output_type") == "stream" \
+                and merged[-1].get("name") == out.get("name"):
+            merged[-1]["text"] += out["text"]
+        else:
+            merged.append(out)
+    return merged
 
 
 def _first_line(error: BaseException) -> str:

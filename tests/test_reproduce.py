@@ -45,7 +45,9 @@ def write_notebooks(folder: Path) -> dict:
         new_code_cell("from romae import report\n"
                       f"report.record({row['experiment']!r}, {row['setting']!r}, {row['metric']!r}, "
                       f"{row['paper']!r}, profile=profile, scale={{}}, reports_dir=reports_dir, note='runner test');"),
-        new_code_cell("from tqdm.auto import tqdm\nfor _ in tqdm(range(3), desc='a progress bar'):\n    pass"),
+        new_code_cell("import sys\nfrom tqdm import tqdm\n"  # a bar forced on, as fit's is
+                      "for _ in tqdm(range(3), desc='a progress bar', disable=False):\n    pass\n"
+                      "print('a warning that stays', file=sys.stderr)"),
         new_code_cell("import matplotlib.pyplot as plt\nfig, ax = plt.subplots(figsize=(2, 2))\n"
                       "ax.plot([0, 1], [0, 1])\nplt.show()"),
     ])
@@ -129,6 +131,19 @@ def test_run_records_its_code_and_hides_progress_bars(run):
     nb = json.loads((run.reports / "executed" / "02_ok.ipynb").read_text())
     outputs = json.dumps([c.get("outputs", []) for c in nb["cells"]])
     assert "progress bar" not in outputs and "3/3" not in outputs
+    assert "a warning that stays" in outputs  # other stderr text is kept
+
+
+def test_drop_progress_bars_keeps_everything_else():
+    bars = "train:   0%|          | 0/632 [00:00<?, ?it/s]\rtrain:  45%|####5     | 283/632 [00:10<00:12, 28.1it/s]\r"
+    outs = [dict(output_type="stream", name="stderr", text=bars),
+            dict(output_type="stream", name="stdout", text="epoch 1 done\n"),
+            dict(output_type="stream", name="stderr", text=bars + "UserWarning: careful\n" + bars),
+            dict(output_type="stream", name="stderr", text="x.zip:  35%|###5      | 1.20M/3.40M [00:01<00:02, 1.1MB/s]\n"),
+            dict(output_type="display_data", data={"text/plain": "<Figure>"}, metadata={})]
+    kept = reproduce.drop_progress_bars(outs)
+    assert [o.get("text", "") for o in kept] == ["epoch 1 done\n", "UserWarning: careful\n", ""]
+    assert kept[-1]["output_type"] == "display_data"
 
 
 def test_summary_contains_the_recorded_row(run):
