@@ -581,22 +581,26 @@ def title_tag(profile: str, *scales) -> str:
     settings). With the `scale`s of the rows it shows, their qualifiers (`qualifiers`) instead of the
     profile's default: 'quick profile, positions rescaled, reduced'."""
     if scales:
-        quals = dict.fromkeys(q for s in scales for q in qualifiers(s if isinstance(s, (str, type(None))) else
-                                                                     json.dumps(s), profile))
+        quals = dict.fromkeys(q for s in scales for q in qualifiers(s, profile))
     else:
         quals = {} if profile == "paper" else {"reduced": None}
     return ", ".join([f"{profile} profile", *quals])
 
 
+def loss_curve(history) -> list[float]:
+    """The logged training losses of one training history (`fit`'s rows, or a DataFrame of them), in order:
+    rows without a training loss (validation rows) or with a NaN one left out."""
+    rows = history.to_dict("records") if isinstance(history, pd.DataFrame) else (history or [])
+    return [float(r["loss"]) for r in rows if r.get("loss") is not None and not math.isnan(float(r["loss"]))]
+
+
 def training_losses(results) -> list[list[float]]:
     """The logged training losses of each stage of each run, for `record(losses=)`: `results` are
     `recipe.pretrain_finetune` results (pre-training and fine-tuning histories) or `fit_cached` results
-    (one history each)."""
-    curves = []
-    for res in results:
-        histories = [res.get(k) for k in ("pretrain_history", "finetune_history")] if (
-            "pretrain_history" in res or "finetune_history" in res) else [res.get("history")]
-        curves += [[float(r["loss"]) for r in h if "loss" in r] for h in histories if h]
+    (one history each). Stages without losses are left out."""
+    keys = ("pretrain_history", "finetune_history")
+    curves = [loss_curve(res.get(k)) for res in results
+              for k in (keys if any(k in res for k in keys) else ("history",))]
     return [c for c in curves if c]
 
 

@@ -56,6 +56,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import nbformat
@@ -340,30 +341,24 @@ def run_notebook(source: Path, profile: str, reports: Path, timeout: float | Non
     start = time.perf_counter()
     status, error, where = "ok", "", ""
     manifest = stage / "modules.json"
-    # the kernel lists the package modules it ran (report._note_modules); progress bars stay out of the
-    # executed copy (tqdm reads TQDM_DISABLE): they are for people watching, and made pages megabytes long
-    saved = {k: os.environ.get(k) for k in (report.MANIFEST, "TQDM_DISABLE")}
-    os.environ.update({report.MANIFEST: str(manifest), "TQDM_DISABLE": "1"})
-    try:
-        papermill.execute_notebook(str(source), str(out), parameters=dict(overrides, profile=profile,
-                                   reports_dir=str(stage)), kernel_name="python3", cwd=str(ROOT),
-                                   execution_timeout=timeout, progress_bar=False)
-    except KeyboardInterrupt:
-        shutil.rmtree(stage, ignore_errors=True)
-        raise
-    except Exception as e:  # a failing notebook is logged; the others still run
-        if _INTERRUPTED:  # the interrupt stopped its kernel, and papermill reported that instead
+    # the kernel lists the package modules it ran (report._note_modules); TQDM_DISABLE quiets the bars that
+    # leave `disable` to tqdm (fit's does not: strip_timestamps drops bars from the executed copy)
+    with _restored_env(report.MANIFEST, "TQDM_DISABLE"):
+        os.environ.update({report.MANIFEST: str(manifest), "TQDM_DISABLE": "1"})
+        try:
+            papermill.execute_notebook(str(source), str(out), parameters=dict(overrides, profile=profile,
+                                       reports_dir=str(stage)), kernel_name="python3", cwd=str(ROOT),
+                                       execution_timeout=timeout, progress_bar=False)
+        except KeyboardInterrupt:
             shutil.rmtree(stage, ignore_errors=True)
-            raise KeyboardInterrupt(f"signal {_INTERRUPTED[-1]}") from None
-        status, error = "failed", _first_line(e)
-        if getattr(e, "ename", "") == "DataMissing" and not dry:  # data the needs check did not foresee: a skip
-            status, error, row["note"] = "skipped", "", str(getattr(e, "evalue", e))
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+            raise
+        except Exception as e:  # a failing notebook is logged; the others still run
+            if _INTERRUPTED:  # the interrupt stopped its kernel, and papermill reported that instead
+                shutil.rmtree(stage, ignore_errors=True)
+                raise KeyboardInterrupt(f"signal {_INTERRUPTED[-1]}") from None
+            status, error = "failed", _first_line(e)
+            if getattr(e, "ename", "") == "DataMissing" and not dry:  # data the needs check did not foresee: a skip
+                status, error, row["note"] = "skipped", "", str(getattr(e, "evalue", e))
     if _INTERRUPTED:  # an interrupt whose exception was swallowed: not a finished run
         shutil.rmtree(stage, ignore_errors=True)
         raise KeyboardInterrupt(f"signal {_INTERRUPTED[-1]}")
@@ -605,16 +600,25 @@ def _interrupt(signum, frame):
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def main(argv: list[str] | None = None) -> int:
-    saved = {k: os.environ.get(k) for k in runtime.ENV}
+@contextmanager
+def _restored_env(*keys: str):
+    """Whatever the body sets of these environment variables is undone on leaving it (a variable that was
+    absent is removed again)."""
+    saved = {k: os.environ.get(k) for k in keys}
     try:
-        return _main(argv)
-    finally:  # the runtime was this run's (tests call main in one process): put the environment back
+        yield
+    finally:
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+def main(argv: list[str] | None = None) -> int:
+    # the runtime was this run's (tests call main in one process): the environment is put back
+    with _restored_env(*runtime.ENV):
+        return _main(argv)
 
 
 def _main(argv: list[str] | None) -> int:

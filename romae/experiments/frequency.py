@@ -443,11 +443,6 @@ def reading(res: dict) -> str:
     return "\n".join(lines)
 
 
-def profile_tag(profile: str) -> str:
-    """What a figure title says about the run's scale: 'quick profile, reduced' ('paper profile' alone)."""
-    return report.title_tag(profile)
-
-
 def plot_control(res: dict):
     """Time-domain MSE (hidden points, vs noisy values) per frequency: scaled positions vs raw t, with the
     trivial predictor's level (grey) and the noise floor; legend outside the axes."""
@@ -460,7 +455,7 @@ def plot_control(res: dict):
     ax.plot(t.index, t.values, color="tab:gray", ls="-.", marker="x", label=f"trivial: {res['trivial']['name']}")
     ax.axhline(res["config"].sines.noise_std ** 2, color="k", ls=":", lw=1, label="noise variance (floor)")
     ax.set(xlabel="frequency f [Hz]", ylabel="MSE on hidden points", yscale="log",
-           title=f"One mode: the effect of the position scale ({profile_tag(res['profile'])})")
+           title=f"One mode: the effect of the position scale ({report.title_tag(res['profile'])})")
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     return fig
@@ -499,7 +494,7 @@ def plot_fig3(res: dict, f_min: int = 9):
                      label=f"least-squares line f >= {f_min} Hz: slope {slope:.2g} (paper: > 0)")
     for ax in axes:
         ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2)
-    fig.suptitle(f"Frequency retention: interpolating 50 of 100 points ({profile_tag(res['profile'])}); "
+    fig.suptitle(f"Frequency retention: interpolating 50 of 100 points ({report.title_tag(res['profile'])}); "
                  f"trivial = {res['trivial']['name']}")
     fig.tight_layout()
     return fig
@@ -520,7 +515,7 @@ def plot_fig4(res: dict):
                xlabel="f2 [Hz]", ylabel="f1 [Hz]",
                title=f"{title}\ntrivial predictor's mean: {res['trivial']['two'][col].mean():.3g}")
         fig.colorbar(im, ax=ax, shrink=0.85)
-    fig.suptitle(f"Two frequency modes ({profile_tag(res['profile'])})")
+    fig.suptitle(f"Two frequency modes ({report.title_tag(res['profile'])})")
     fig.tight_layout()
     return fig
 
@@ -545,6 +540,6 @@ def plot_fig5(res: dict):
     ax.plot(hz, one_sided_spectrum(ex["recon"][0].astype(np.float64)), "r--", label="observed + predicted")
     ax.set(xlabel="frequency [Hz]", ylabel="|FFT| (one-sided)", title="spectrum", xlim=(0, 30))
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2)
-    fig.suptitle(f"Figure 5: one realisation ({profile_tag(res['profile'])})")
+    fig.suptitle(f"Figure 5: one realisation ({report.title_tag(res['profile'])})")
     fig.tight_layout()
     return fig

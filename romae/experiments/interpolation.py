@@ -325,10 +325,7 @@ def scale_of(name: str, prof: InterpolationProfile, n_seeds: int) -> dict:
                         positions=(f"t x {run.position_scale:g}", f"t x {ref.position_scale:g}"))
 
 
-def loss_curve(history) -> list[float]:
-    """The logged training losses of a history (rows or a DataFrame), in order (validation rows left out)."""
-    h = pd.DataFrame(history)
-    return h["loss"].dropna().astype(float).tolist() if "loss" in h else []
+loss_curve = report.loss_curve  # a history's logged training losses
 
 
 def trivial_errors(prof: InterpolationProfile) -> dict:
@@ -359,8 +356,7 @@ def title_tag(res: dict, *benchmarks: str) -> str:
     """'quick profile, positions rescaled, reduced': the profile and the qualifiers of the benchmarks' scale facts
     (`report.qualifiers`; default: both benchmarks)."""
     names = benchmarks or tuple(res["scales"])
-    quals = dict.fromkeys(q for b in names for q in report.qualifiers(res["scales"][b], res["profile_name"]))
-    return ", ".join([f"{res['profile_name']} profile", *quals])
+    return report.title_tag(res["profile_name"], *(res["scales"][b] for b in names))
 
 
 def _paper(setting: str, metric: str) -> dict:

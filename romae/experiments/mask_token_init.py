@@ -315,7 +315,7 @@ def piece_scale(profile: str, piece: str, seeds_run: int | None = None) -> dict:
 
 def _losses(histories) -> list[list[float]]:
     """The logged training losses of each run (history frames) of a piece."""
-    return [h.loss.dropna().tolist() if "loss" in h else [] for h in histories]
+    return [report.loss_curve(h) for h in histories]
 
 
 MARGIN = 0.05  # normal vs zeros: a difference below 5 % of the zeros error is taken not to matter
@@ -511,11 +511,6 @@ def _reproduction_check(fresh: dict, committed: dict) -> dict:
 
 # ----------------------------------------------------------------------------- figures
 
-def profile_tag(profile: str) -> str:
-    """What a figure title says about the run's scale: 'quick profile, reduced' ('paper profile' alone)."""
-    return report.title_tag(profile)
-
-
 def plot_first_steps(curves: dict, profile: str):
     """Training loss (top) and gradient norm before clipping (bottom) of the first steps, per piece and init."""
     fig, axes = plt.subplots(2, len(curves), figsize=(4.2 * len(curves), 6.6), squeeze=False)
@@ -530,7 +525,7 @@ def plot_first_steps(curves: dict, profile: str):
     handles, labels = axes[0, 0].get_legend_handles_labels()
     fig.legend(handles, labels, fontsize=8, title="[MASK] init", title_fontsize=8, loc="upper center",
                bbox_to_anchor=(0.5, 0.0), ncol=2)
-    fig.suptitle(f"[MASK] init: the first optimiser steps ({profile_tag(profile)})")
+    fig.suptitle(f"[MASK] init: the first optimiser steps ({report.title_tag(profile)})")
     fig.tight_layout()
     return fig
 
@@ -550,7 +545,7 @@ def plot_learning_curves(res: dict):
         ax.set(title=piece, xlabel="step", yscale="log")
         ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2)
     axes[0, 0].set_ylabel("training loss (logged mean)")
-    fig.suptitle(f"[MASK] init: training loss of every run trained here ({profile_tag(res['profile'])})")
+    fig.suptitle(f"[MASK] init: training loss of every run trained here ({report.title_tag(res['profile'])})")
     fig.tight_layout()
     return fig
 

@@ -229,10 +229,7 @@ def scale_of(run: PendulumRun, n_seeds: int) -> dict:
                         data=(run.data.n_train, paper.data.n_train), model=(run.size, paper.size))
 
 
-def loss_curve(history) -> list[float]:
-    """The logged training losses of a history (rows or a DataFrame), in order (validation rows left out)."""
-    h = pd.DataFrame(history)
-    return h["loss"].dropna().astype(float).tolist() if "loss" in h else []
+loss_curve = report.loss_curve  # a history's logged training losses
 
 
 def references() -> dict[str, dict]:
@@ -308,8 +305,7 @@ def unit_outcome(res: dict) -> dict:
 
 def title_tag(res: dict) -> str:
     """'quick profile, reduced': the profile and the qualifiers of its rows' scale facts (`report.qualifiers`)."""
-    quals = dict.fromkeys(q for v in res["variants"].values() for q in report.qualifiers(v["scale"], res["profile"]))
-    return ", ".join([f"{res['profile']} profile", *quals])
+    return report.title_tag(res["profile"], *(v["scale"] for v in res["variants"].values()))
 
 
 def plot_predictions(res: dict, n_seq: int = 3):

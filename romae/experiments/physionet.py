@@ -447,9 +447,7 @@ def scale_of(run: RunConfig | None, n_train: int, n_test: int, generated: bool =
     return report.scale(**fields)
 
 
-def loss_curve(history) -> list[float]:
-    """The logged training losses of a history, in order (rows without a training loss left out)."""
-    return [float(r["loss"]) for r in history if r.get("loss") is not None]
+loss_curve = report.loss_curve  # a history's logged training losses
 
 
 def unscored(mse: pd.DataFrame) -> float:
@@ -540,7 +538,7 @@ def gross_outliers(res: dict, n: int = 8) -> pd.DataFrame:
 
 def title_tag(res: dict) -> str:
     """'quick profile, reduced, positions rescaled': the profile and the qualifiers of RoMAE's scale facts."""
-    return ", ".join([f"{res['profile_name']} profile", *report.qualifiers(res["scale"], res["profile_name"])])
+    return report.title_tag(res["profile_name"], res["scale"])
 
 
 def plot_methods(res: dict):

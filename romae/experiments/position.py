@@ -289,7 +289,7 @@ def run_table1(profile: str = "smoke", reports_dir=None, cache_dir=None, refresh
                 rows.append(dict(size=run.size, use_cls=use_cls, seed=seed, mse=r["mse"], steps=r["steps"],
                                  seconds=r["seconds"]))
                 histories[(run.size, use_cls, seed)] = pd.DataFrame(r["history"])
-                losses.setdefault((run.size, use_cls), []).append(_losses(r["history"]))
+                losses.setdefault((run.size, use_cls), []).append(report.loss_curve(r["history"]))
     runs = pd.DataFrame(rows)
     differences = difference_table(runs, cfg)
 
@@ -318,11 +318,6 @@ def run_table1(profile: str = "smoke", reports_dir=None, cache_dir=None, refresh
     save_table(table, EXPERIMENT, reports_dir)
     return dict(profile=profile, config=cfg, runs=runs, table=table, differences=differences,
                 histories=histories)
-
-
-def _losses(history: list[dict]) -> list[float]:
-    """The logged training losses of a run's history, in order (validation rows have none)."""
-    return [row["loss"] for row in history if row.get("loss") is not None and not math.isnan(row["loss"])]
 
 
 def _model_label(d_model: int, depth: int) -> str:
@@ -402,7 +397,7 @@ def run_fig2(profile: str = "smoke", reports_dir=None, cache_dir=None, refresh: 
                                             fraction=(r["positions"] - low) / (high - low), pred=r["pred"],
                                             abs_error=r["abs_error"])))
             histories[(name, seed)] = pd.DataFrame(r["history"])
-            steps, losses = max(steps, r["steps"]), losses + [_losses(r["history"])]
+            steps, losses = max(steps, r["steps"]), losses + [report.loss_curve(r["history"])]
         err = pd.concat(frames).query("range == @name").groupby("position").abs_error.mean()
         constant, trivial = constant_abs_error(cfg, low, high)
         row = dict(range=name, lr=lr, n_seeds=len(seeds), steps=steps, abs_error_interior_median=float(err.median()),
@@ -530,11 +525,6 @@ def estimate_runtime(profile: str, tiny_steps_per_s: float) -> pd.DataFrame:
 
 # ----------------------------------------------------------------------------- figures
 
-def profile_tag(profile: str) -> str:
-    """What a figure title says about the run's scale: 'quick profile, reduced' ('paper profile' alone)."""
-    return report.title_tag(profile)
-
-
 def plot_learning_curves(res: dict):
     """Training loss (thin, mean over seeds) and test loss at each epoch's end (markers) vs optimiser step,
     per size, with [CLS] (left) and without (right); log scale. The dotted line is the variance of
@@ -563,7 +553,7 @@ def plot_learning_curves(res: dict):
         ax.set(yscale="log", xlabel="optimiser step", ylabel="MSE",
                title=f"{'with' if use_cls else 'no'} [CLS]")
         ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
-    fig.suptitle(f"Position reconstruction: learning curves, mean over seeds ({profile_tag(res['profile'])})")
+    fig.suptitle(f"Position reconstruction: learning curves, mean over seeds ({report.title_tag(res['profile'])})")
     fig.tight_layout()
     return fig
 
@@ -592,7 +582,7 @@ def plot_fig2(res: dict):
     n = curves.seed.nunique()  # the seeds trained (a dry run: one)
     ax.set(yscale="log", xlabel="position as a fraction of the range, (p - low) / (high - low)",
            ylabel=f"absolute error |p - p_hat| (mean over {n} seed{'s' if n > 1 else ''})",
-           title=f"Absolute position reconstruction across two ranges (App. B.1)\n{profile_tag(res['profile'])}")
+           title=f"Absolute position reconstruction across two ranges (App. B.1)\n{report.title_tag(res['profile'])}")
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     return fig

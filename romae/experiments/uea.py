@@ -632,12 +632,8 @@ def scale_of(r: dict, variant: str, n_labelled: int, n_seeds: int) -> dict:
 
 def loss_curves(histories: dict) -> list[list[float]]:
     """The logged training losses of one run's pre-training (if any) and fine-tuning, each in order."""
-    out = []
-    for stage in ("pretrain", "finetune"):
-        h = pd.DataFrame(histories.get(stage) or [])
-        if "loss" in h:
-            out.append(h["loss"].dropna().astype(float).tolist())
-    return out
+    curves = [report.loss_curve(histories.get(stage)) for stage in ("pretrain", "finetune")]
+    return [c for c in curves if c]
 
 
 def majority_error(data: dict) -> float:
@@ -709,10 +705,7 @@ def plot_example(res: dict, name: str, channel: int = 0, n: int = 2):
 
 def title_tag(res: dict) -> str:
     """'quick profile' or 'quick profile, reduced': the profile and the qualifiers of every row's scale facts."""
-    profile = res["profile"]
-    quals = dict.fromkeys(q for r in res["results"].values() for fields in r["scales"].values()
-                          for q in report.qualifiers(fields, profile))
-    return ", ".join([f"{profile} profile", *quals])
+    return report.title_tag(res["profile"], *(fields for r in res["results"].values() for fields in r["scales"].values()))
 
 
 def seed_colours(seeds) -> dict:
