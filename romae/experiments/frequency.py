@@ -492,8 +492,8 @@ def plot_fig3(res: dict, f_min: int = 9):
         icpt = np.polyfit(m.index.values, m.values, 1)[1]
         axes[0].plot(m.index, slope * m.index.values + icpt, color="k", lw=1.5,
                      label=f"least-squares line f >= {f_min} Hz: slope {slope:.2g} (paper: > 0)")
-    for ax in axes:
-        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2)
+    for ax in axes:  # one column under each panel: two columns were wider than the panel and overlapped
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=1)
     fig.suptitle(f"Frequency retention: interpolating 50 of 100 points ({report.title_tag(res['profile'])}); "
                  f"trivial = {res['trivial']['name']}")
     fig.tight_layout()
@@ -516,7 +516,7 @@ def plot_fig4(res: dict):
                title=f"{title}\ntrivial predictor's mean: {res['trivial']['two'][col].mean():.3g}")
         fig.colorbar(im, ax=ax, shrink=0.85)
     fig.suptitle(f"Two frequency modes ({report.title_tag(res['profile'])})")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 0.95))  # room for the suptitle above the two-line panel titles
     return fig
 
 
