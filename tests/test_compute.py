@@ -104,10 +104,6 @@ def test_a_gtx_1650_ti_compares(monkeypatch):
     assert compute.table9_scale(cfg)["device"] == ["cpu", compute.PAPER_GPU]
 
 
-def _overlap(a, b) -> bool:
-    return a.x0 < b.x1 and b.x0 < a.x1 and a.y0 < b.y1 and b.y0 < a.y1
-
-
 def test_figures_say_profile_and_keep_labels_apart():
     """Table 9's figure: ratios only, the paper's marked, 'not comparable' on another device; the sequence-length
     figure: profile and 'reduced' in the title, no legend over an axes, no axis label over the title."""
@@ -121,7 +117,7 @@ def test_figures_say_profile_and_keep_labels_apart():
     assert "quick profile, reduced" in ax.get_title() and "NOT comparable" in ax.get_title()
     assert "relative" in ax.get_ylabel() and any("paper" in t.get_text() for t in ax.get_legend().get_texts())
     fig.canvas.draw()
-    assert not _overlap(ax.get_legend().get_window_extent(), ax.get_window_extent())
+    assert not ax.get_legend().get_window_extent().overlaps(ax.get_window_extent())
     plt.close(fig)
     sweep = pd.DataFrame([dict(n_tokens=n, backend=b, seconds_per_step=1e-4 * n ** (1 + (b == "math")),
                                activation_MB=0.01 * n ** (1 + (b == "math")), attention_matrix_MB=1e-3 * n * n)
@@ -131,6 +127,6 @@ def test_figures_say_profile_and_keep_labels_apart():
     title = fig._suptitle
     assert "quick profile, reduced" in title.get_text()
     for ax in fig.axes:
-        assert not _overlap(ax.get_legend().get_window_extent(), ax.get_window_extent())
-        assert not _overlap(ax.yaxis.label.get_window_extent(), title.get_window_extent())
+        assert not ax.get_legend().get_window_extent().overlaps(ax.get_window_extent())
+        assert not ax.yaxis.label.get_window_extent().overlaps(title.get_window_extent())
     plt.close(fig)

@@ -114,10 +114,6 @@ def test_smoke_experiment_writes_reports(tmp_path, monkeypatch):
     _texts_apart(res)
 
 
-def _overlap(a, b) -> bool:
-    return a.x0 < b.x1 and b.x0 < a.x1 and a.y0 < b.y1 and b.y0 < a.y1
-
-
 def _texts_apart(res):
     """Figures 3 and 4 as drawn: the two panels' legends do not overlap each other (they did with two
     columns each), and the suptitle does not overlap a panel title (Figure 4's two-line titles)."""
@@ -126,12 +122,12 @@ def _texts_apart(res):
     fig = F.plot_fig3(res)
     fig.canvas.draw()
     left, right = (ax.get_legend().get_window_extent() for ax in fig.axes[:2])
-    assert not _overlap(left, right)
+    assert not left.overlaps(right)
     plt.close(fig)
     fig = F.plot_fig4(res)
     fig.canvas.draw()
     for ax in fig.axes[:2]:  # the two panels (the colour bars come after them)
-        assert not _overlap(fig._suptitle.get_window_extent(), ax.title.get_window_extent())
+        assert not fig._suptitle.get_window_extent().overlaps(ax.title.get_window_extent())
     plt.close(fig)
 
 
