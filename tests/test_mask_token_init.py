@@ -2,6 +2,7 @@
 
 import dataclasses
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -160,3 +161,32 @@ def test_difference_pairs_the_committed_seeds():
     one = M.difference_table({"normal": dict(metrics={("Spiral", "rmse_clean"): 0.1}, per_seed={})}, {},
                              {("Spiral", "rmse_clean"): 0.2})
     assert one.verdict.tolist() == ["not resolved at this scale (1 seed)"]
+
+
+def test_learning_curves_legends_clear_of_axis_labels():
+    """The learning-curve figure as drawn: each panel's legend sits below its tick labels and "step" label
+    (it covered them when anchored just under the axes), and Synthetic's runs are told apart by seed."""
+    import matplotlib.pyplot as plt
+
+    def hist(n, scale=1.0):
+        steps = np.arange(1, n + 1) * 20
+        return pd.DataFrame(dict(step=steps, loss=scale / np.sqrt(steps)))
+
+    res = dict(profile="quick", runs={
+        "zeros": dict(histories={"Synthetic": [hist(100)]}, per_seed={0: {}}),
+        "normal": dict(histories={"Spiral": [hist(140)], "Synthetic": [hist(100), hist(100, 1.1)],
+                                  "raw-t control": [hist(60)]}, per_seed={0: {}, 1: {}})})
+    fig = M.plot_learning_curves(res)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        legend = ax.get_legend().get_window_extent(renderer)
+        assert not legend.overlaps(ax.xaxis.label.get_window_extent(renderer))
+        for tick in ax.get_xticklabels():
+            if tick.get_text():
+                assert not legend.overlaps(tick.get_window_extent(renderer))
+        assert legend.y1 < ax.get_window_extent(renderer).y0  # under the panel, not over the curves
+    labels = [t.get_text() for t in fig.axes[1].get_legend().get_texts()]
+    assert labels == ["zeros, seed 0", "normal, seed 0", "normal, seed 1"]
+    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["normal"]
+    plt.close(fig)

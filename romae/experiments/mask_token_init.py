@@ -533,17 +533,22 @@ def plot_first_steps(curves: dict, profile: str):
 def plot_learning_curves(res: dict):
     """Full training-loss curves of every run trained here (normal; zeros where trained fresh)."""
     pieces = list(res["runs"]["normal"]["histories"])
-    fig, axes = plt.subplots(1, len(pieces), figsize=(4.2 * len(pieces), 3.6), squeeze=False)
+    fig, axes = plt.subplots(1, len(pieces), figsize=(4.2 * len(pieces), 4.0), squeeze=False)
     for ax, piece in zip(axes[0], pieces):
+        several = sum(len(r["histories"].get(piece, [])) for r in res["runs"].values()) > 1
         for init, color in (("zeros", "tab:red"), ("normal", "tab:blue")):
-            for k, h in enumerate(res["runs"][init]["histories"].get(piece, [])):
+            hs = res["runs"][init]["histories"].get(piece, [])
+            seeds = list(res["runs"][init].get("per_seed", {})) if piece == "Synthetic" else []
+            for k, h in enumerate(hs):
                 if "loss" not in h:  # no logged row (a dry run's two steps)
                     continue
                 h = h.dropna(subset=["loss"])
+                run = (f", seed {seeds[k]}" if len(seeds) == len(hs) else f", run {k + 1}") if several else ""
                 ax.plot(h.step, h.loss, color=color, alpha=1.0 if k == 0 else 0.5, marker="." if len(h) < 10 else None,
-                        label=f"{init}" + (f" (run {k + 1})" if k else ""))
+                        label=init + run)
         ax.set(title=piece, xlabel="step", yscale="log")
-        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2)
+        # below the axis label, not on it: anchored lower than the tick labels and "step" reach
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.24), ncol=3)
     axes[0, 0].set_ylabel("training loss (logged mean)")
     fig.suptitle(f"[MASK] init: training loss of every run trained here ({report.title_tag(res['profile'])})")
     fig.tight_layout()
