@@ -31,9 +31,11 @@ from .reference import artefacts, paper_values
 ROOT = Path(__file__).resolve().parents[1]
 REPORTS = ROOT / "reports"
 RESULT_COLUMNS = ["experiment", "setting", "metric", "ours", "ours_std", "n_seeds", "profile", "device",
-                  "note", "scale", "learned"]
+                  "note", "scale", "learned", "flags", "interval"]
+# status: the verdict against the reference after the gates (`row_status`); measured: the bare comparison of
+# the two numbers (`comparison`), shown for readers, never a verdict
 SUMMARY_COLUMNS = ["experiment", "setting", "metric", "reference", "paper", "ours", "ours_std", "n_seeds",
-                   "profile", "scale", "status", "device", "note"]
+                   "profile", "scale", "status", "measured", "device", "note"]
 PROFILE_RANK = {"paper": 0, "quick": 1, "smoke": 2}  # best available first in the summary
 
 
@@ -159,11 +161,15 @@ def save_table(df: pd.DataFrame, name: str, reports_dir: str | Path | None = Non
 # Each field is a pair (ours, the paper's). A paper value of None means the paper does not state it: shown,
 # never counted as a difference. "dataset" differing -> "stand-in" (other data, not a subset); "device"
 # (the device class, recorded by speed measurements) -> "other device", and the comparison becomes "not
-# comparable"; "positions" (how positions were scaled) -> "positions rescaled"; any other field differing ->
-# "reduced". A quick-profile row is "reduced" unless every field equals the paper's (no scale recorded at all
-# counts as not equal).
+# comparable"; "positions" (how positions were scaled) -> "positions rescaled"; "seeds" below the paper's ->
+# "fewer seeds" (the same experiment, a wider uncertainty: still comparable); any other field differing ->
+# "reduced". A quick-profile row is at least "reduced" unless every field equals the paper's (no scale recorded
+# at all counts as not equal).
 SCALE_FIELDS = ("dataset", "data", "resolution", "model", "steps", "epochs", "seeds", "positions", "device")
-QUALIFIER_OF = {"dataset": "stand-in", "device": "other device", "positions": "positions rescaled"}
+QUALIFIER_OF = {"dataset": "stand-in", "device": "other device", "positions": "positions rescaled", "seeds": "fewer seeds"}
+# qualifiers that change what is measured (not only how precisely): a row carrying one is "not comparable"
+# with the paper's number (`row_status`)
+DECISIVE = ("stand-in", "other device", "positions rescaled", "reduced", "scale not recorded")
 
 
 def scale(**fields) -> dict:
@@ -201,15 +207,31 @@ def _parse(cell) -> dict | None:
 
 def qualifiers(scale_cell, profile: str) -> list[str]:
     """The status qualifiers of a row, from its scale fields only (never from its note): 'stand-in',
-    'other device', 'positions rescaled', 'reduced'; see SCALE_FIELDS."""
+    'other device', 'positions rescaled', 'fewer seeds', 'reduced'; see SCALE_FIELDS. More seeds than the
+    paper's is no qualifier."""
     fields = _parse(scale_cell)
     if fields is None:
         return ["reduced", "scale not recorded"] if profile != "paper" else ["scale not recorded"]
-    differ = [k for k, (ours, paper) in fields.items() if paper is not None and ours != paper]
+    def differs(k, ours, paper):
+        if paper is None or ours == paper:
+            return False
+        if k == "seeds" and isinstance(ours, (int, float)) and isinstance(paper, (int, float)):
+            return ours < paper
+        return True
+    differ = [k for k, (ours, paper) in fields.items() if differs(k, ours, paper)]
     out = [QUALIFIER_OF[k] for k in SCALE_FIELDS if k in QUALIFIER_OF and k in differ]
-    if any(k not in QUALIFIER_OF for k in differ) or (profile != "paper" and differ):
+    if any(k not in QUALIFIER_OF for k in differ) or (profile != "paper" and differ and differ != ["seeds"]):
         out.append("reduced")
     return out
+
+
+def paper_scale(scale_cell, profile: str, allow_fewer_seeds: bool = False) -> bool:
+    """Whether a row comes from a run at the paper's own scale: every recorded scale field equals the paper's
+    (`allow_fewer_seeds`: except the number of seeds). A row without scale facts is not."""
+    if _parse(scale_cell) is None:
+        return False
+    quals = qualifiers(scale_cell, profile)
+    return not quals or (allow_fewer_seeds and quals == ["fewer seeds"])
 
 
 def scale_text(scale_cell) -> str:
@@ -246,6 +268,14 @@ def learned_text(cell) -> str:
     verdict = "learned" if info["ok"] else "did not learn"
     return (f"{verdict}: error {info['model']:.4g} vs {info['trivial']:.4g} for {info['predictor']} "
             f"(needs <= {info['factor']:g}x)")
+
+
+def interval_text(cell) -> str:
+    """'95 % CI [1.2e-05, 3.4e-05]' for a recorded interval, '' without one."""
+    ci = _parse(cell)
+    if ci is None:
+        return ""
+    return f"{100 * ci['level']:g} % CI [{ci['low']:.3g}, {ci['high']:.3g}]"
 
 
 # --- training flags: a loss that spikes or diverges is said in the row -------------------------------------
@@ -289,14 +319,18 @@ def loss_flags(losses, spike: float = SPIKE_FACTOR, erratic: float = ERRATIC_STE
 
 def record(experiment: str, setting: str, metric: str, ours: float, *, profile: str, scale: dict,
            ours_std: float | None = None, n_seeds: int = 1, device: str | None = None, note: str = "",
-           learned: dict | None = None, losses=None, reports_dir: str | Path | None = None) -> dict:
+           learned: dict | None = None, losses=None, interval: dict | None = None,
+           reports_dir: str | Path | None = None) -> dict:
     """Add (or replace) one result row in reports/results.csv, keyed by (experiment, setting, metric, profile);
     in a distributed run only the main process writes (every process gets the row back).
 
     `scale`: `report.scale(...)`, the facts the row's qualifiers come from (`{}` for a number that is not a
     run's at any scale, e.g. a parameter count). `learned`: `report.learned(...)`, required for a
     claim to count as tested. `losses`: the training loss curve(s) (one sequence or a list of them):
-    a spike or divergence (`loss_flags`) is written into the note."""
+    a spike or divergence (`loss_flags`) is written into the `flags` column (and the note); a flagged row is
+    never judged against the paper. `interval`: the confidence interval of `ours` (`report.interval`, or the
+    result of `slope` / `difference`, which carry one): a claim checked against a threshold ('gt') holds only
+    when the whole interval lies beyond it."""
     if profile not in PROFILE_RANK:
         raise ValueError(f"unknown profile {profile!r}; choose one of {', '.join(PROFILE_RANK)}")
     if not math.isfinite(float(ours)):
@@ -312,7 +346,8 @@ def record(experiment: str, setting: str, metric: str, ours: float, *, profile: 
                device=device or f"{device_label(runtime.current().device)}; {runtime.stack_label()}",
                note="; ".join(x for x in (ran, f"TRAINING FLAG: {flags}" if flags else "", note) if x),
                scale=json.dumps(scale),
-               learned=None if learned is None else json.dumps(learned))
+               learned=None if learned is None else json.dumps(learned), flags=flags or None,
+               interval=None if interval is None else json.dumps(_interval_of(interval)))
     if writer():  # one writer in a distributed run
         upsert_results(pd.DataFrame([row]), reports_path(reports_dir) / "results.csv")
         _note_modules()
@@ -363,20 +398,57 @@ def status(paper: float, ours: float, rule: str, tolerance: float, better: str =
     return "differs"
 
 
-def row_status(paper: dict, row) -> str:
-    """A summary row's status: the comparison (`status`) unless the row cannot make it -- a claim whose
-    model did not beat the trivial predictor is "not tested", a speed measured on another device class is
-    "not comparable" -- followed by the qualifiers from its scale fields (`qualifiers`), never its note."""
-    quals = qualifiers(row.get("scale"), row.get("profile", ""))
+def flags_of(row) -> str:
+    """A row's training flags (`loss_flags`): its `flags` column, or for rows written before that column existed,
+    the 'TRAINING FLAG: ...' that `record` put into their note."""
+    flags = row.get("flags")
+    if isinstance(flags, str) and flags.strip():
+        return flags.strip()
+    note = row.get("note")
+    if isinstance(note, str) and "TRAINING FLAG: " in note:
+        return note.split("TRAINING FLAG: ", 1)[1].split("; ", 1)[0].strip()
+    return ""
+
+
+def comparison(paper: dict, row) -> str:
+    """The bare comparison of our number with the reference by the row's rule (`status`), before any gate; for a
+    claim checked against a threshold ('gt') with a recorded interval: "claim holds" only when the whole interval
+    lies above it, "claim does not hold" when it lies at or below it, else "not resolved at this scale"."""
+    ci = _parse(row.get("interval"))
+    if paper["rule"] == "gt" and ci is not None and math.isfinite(ci["low"]) and math.isfinite(ci["high"]):
+        if ci["low"] > paper["paper"]:
+            return "claim holds"
+        return "claim does not hold" if ci["high"] <= paper["paper"] else "not resolved at this scale"
+    return status(paper["paper"], float(row["ours"]), paper["rule"], paper["tolerance"], paper["better"],
+                  who=reference_name(paper))
+
+
+def gate(paper: dict, row) -> str:
+    """Why a row cannot be judged against the reference ('' when it can), in this order: its training carries a
+    flag (`flags_of`) -> "not tested: training flagged"; its model did not beat the trivial predictor (`learned`;
+    a claim in words ('gt') needs that check recorded) -> "not tested: the model did not learn", unless the
+    reference itself is at the trivial level (paper_values' `expect` = 'trivial', e.g. Table 1 without [CLS],
+    where not learning is the claim); a setup that decides the outcome differs from the paper's (`DECISIVE`
+    qualifiers: stand-in data, another device class, positions rescaled, a fraction of the training or data) ->
+    "not comparable". Fewer seeds alone do not gate: the same experiment, a wider uncertainty."""
+    if flags_of(row):
+        return "not tested: training flagged"
     info = _parse(row.get("learned"))
-    if paper["rule"] == "gt" and (info is None or not info["ok"]):
-        state = ("not tested: no trivial-predictor check recorded" if info is None
-                 else "not tested: the model did not learn")
-    elif "other device" in quals:
-        state = "not comparable"
-    else:
-        state = status(paper["paper"], float(row["ours"]), paper["rule"], paper["tolerance"], paper["better"],
-                       who=reference_name(paper))
+    if paper["rule"] == "gt" and info is None:
+        return "not tested: no trivial-predictor check recorded"
+    if info is not None and not info["ok"] and paper.get("expect") != "trivial":
+        return "not tested: the model did not learn"
+    if any(q in DECISIVE for q in qualifiers(row.get("scale"), row.get("profile", ""))):
+        return "not comparable"
+    return ""
+
+
+def row_status(paper: dict, row) -> str:
+    """A summary row's verdict against its reference: the gate's reason (`gate`) if the row cannot be judged,
+    else the comparison (`comparison`); followed by the qualifiers from its scale fields (`qualifiers`), never
+    its note."""
+    quals = qualifiers(row.get("scale"), row.get("profile", ""))
+    state = gate(paper, row) or comparison(paper, row)
     return f"{state} ({', '.join(quals)})" if quals else state
 
 
@@ -408,7 +480,7 @@ def derived_rows(results: pd.DataFrame) -> pd.DataFrame:
                                 ours=float(formula(*(vals[m] for m in inputs))), ours_std=None,
                                 n_seeds=first.n_seeds, profile=profile, device=first.device,
                                 note=f"{note}; {first.note}", scale=first.get("scale"),
-                                learned=first.get("learned")))
+                                learned=first.get("learned"), flags=first.get("flags"), interval=None))
     return pd.DataFrame(out, columns=RESULT_COLUMNS)
 
 
@@ -419,7 +491,7 @@ def build_summary(reports_dir: str | Path | None = None) -> pd.DataFrame:
         pd.DataFrame(columns=RESULT_COLUMNS)
     derived = derived_rows(results)
     results = pd.concat([results, derived], ignore_index=True) if len(derived) else results
-    for column in ("scale", "learned"):  # a results.csv written before these columns existed
+    for column in ("scale", "learned", "flags", "interval"):  # a results.csv written before these columns existed
         if column not in results:
             results[column] = None
     paper = pd.DataFrame(paper_values())
@@ -428,7 +500,8 @@ def build_summary(reports_dir: str | Path | None = None) -> pd.DataFrame:
     def ours(r, **extra):
         return dict(experiment=r.experiment, setting=r.setting, metric=r.metric, ours=r.ours, ours_std=r.ours_std,
                     n_seeds=r.n_seeds, profile=r.profile, scale=scale_text(r.scale), device=r.device,
-                    note="; ".join(x for x in (str(r.note) if isinstance(r.note, str) else "",
+                    note="; ".join(x for x in (rederive_verdicts(str(r.note)) if isinstance(r.note, str) else "",
+                                               interval_text(r.interval),
                                                learned_text(r.learned) if _parse(r.learned) else "") if x),
                     **extra)
 
@@ -440,7 +513,7 @@ def build_summary(reports_dir: str | Path | None = None) -> pd.DataFrame:
                              reference=reference_name(p.to_dict()), paper=p.paper, status="not run", note=""))
         for _, r in mine.iterrows():
             rows.append(ours(r, reference=reference_name(p.to_dict()), paper=p.paper,
-                             status=row_status(p.to_dict(), r.to_dict())))
+                             status=row_status(p.to_dict(), r.to_dict()), measured=comparison(p.to_dict(), r.to_dict())))
     # our rows of a paper experiment and metric that the paper has no value for (e.g. the from-scratch
     # controls): shown, with no reference number and status "no paper value" (qualified by their scale)
     known = set(zip(paper.experiment, paper.setting, paper.metric))
@@ -448,8 +521,9 @@ def build_summary(reports_dir: str | Path | None = None) -> pd.DataFrame:
     for _, r in results.iterrows():
         if (r.experiment, r.setting, r.metric) not in known and (r.experiment, r.metric) in metrics_of:
             quals = qualifiers(r.scale, r.profile)
+            flagged = "training flagged; " if flags_of(r.to_dict()) else ""
             rows.append(ours(r, reference="", paper=None,
-                             status="no paper value" + (f" ({', '.join(quals)})" if quals else "")))
+                             status=flagged + "no paper value" + (f" ({', '.join(quals)})" if quals else "")))
     summary = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
     summary["_rank"] = summary.profile.map(PROFILE_RANK).fillna(9)
     summary = summary.sort_values(["experiment", "setting", "metric", "_rank"], kind="stable")
@@ -460,71 +534,19 @@ def build_summary(reports_dir: str | Path | None = None) -> pd.DataFrame:
     return summary
 
 
-ARTEFACT_COLUMNS = ["artefact", "paper", "notebook", "status", "profile", "code", "what"]
-
-
-def _best_ok_profile(runs: pd.DataFrame | None, notebooks: list[str]) -> str:
-    """The best profile with a successful run of any of `notebooks` (NN prefixes) in runs.csv, or ''."""
-    if runs is None or runs.empty:
-        return ""
-    ok = runs[(runs.status == "ok") & runs.notebook.str[:2].isin(notebooks)]
-    return min(ok.profile, key=lambda p: PROFILE_RANK.get(p, 9)) if len(ok) else ""
-
-
 def artefact_view(summary: pd.DataFrame, reports_dir: str | Path | None = None,
                   runs: pd.DataFrame | None = None) -> pd.DataFrame:
-    """One row per paper artefact (reference/artefacts.csv): the statuses of its rows at their best
-    profile, counted ("2 matches, 1 worse than the paper"), or "not run"; figures also say whether the
-    figure file exists. The compact front page, before the long table."""
-    folder = reports_path(reports_dir)
-    if runs is None and (folder / "runs.csv").exists():
-        runs = pd.read_csv(folder / "runs.csv", dtype=str, keep_default_na=False)
-    out = []
-    for a in artefacts():
-        mine = summary[summary.experiment.isin(a["experiments"])]
-        best = mine.assign(_r=mine.profile.map(PROFILE_RANK).fillna(9)).sort_values("_r", kind="stable")
-        best = best.drop_duplicates(["experiment", "setting", "metric"])  # best profile of each row, every run
-        counts = best.status.value_counts()
-        state = ", ".join(f"{n} {s}" for s, n in counts.items()) if len(best) else ""
-        profiles = [p for p in best.profile.dropna().unique() if p]
-        profile = min(profiles, key=lambda p: PROFILE_RANK.get(p, 9)) if profiles else ""
-        if a["figure"]:
-            made = (folder / "figures" / f"{a['figure']}.png").exists()
-            fig = "figure made" if made else "figure not made"
-            state = f"{fig}; {state}" if state else (fig + ("" if a["experiments"] else ", no quantitative check"))
-            profile = profile or (_best_ok_profile(runs, a["notebook"]) if made else "")
-        out.append(dict(artefact=a["artefact"], paper=a["paper_ref"], notebook=" ".join(a["notebook"]),
-                        status=state or "not run", profile=profile,
-                        code=_code_state(a["notebook"], profile, folder) if profile else "", what=a["what"]))
-    return pd.DataFrame(out, columns=ARTEFACT_COLUMNS)
+    """One row per paper artefact with the verdicts of its rows (`romae.frontpage.artefact_view`)."""
+    from . import frontpage  # the front page's layout lives apart: notebooks' kernels never import it
 
-
-def _code_state(notebooks: list[str], profile: str, folder: Path) -> str:
-    """'current', or 'stale: <files changed since the run>' for the runs of an artefact's notebooks."""
-    stems = sorted({p.stem for nb in notebooks for p in (ROOT / "notebooks").glob(f"{nb}_*.ipynb")})
-    changed: set[str] = set()
-    for stem in stems:
-        state, files = freshness(provenance_of(stem, profile, folder))
-        changed.update(f"{stem}: {f}" if f.startswith("(") else f for f in files)
-    return "current" if not changed else "stale: " + ", ".join(sorted(changed))
+    return frontpage.artefact_view(summary, reports_dir, runs)
 
 
 def _summary_markdown(summary: pd.DataFrame, reports_dir=None) -> str:
-    head = ("# Summary: the paper's numbers and ours\n\n"
-            "Generated by `romae.report.build_summary` (run `make reproduce`); do not edit by hand.\n"
-            "`paper` comes from `romae/reference/paper_values.csv`; `ours` from running the code in the\n"
-            "named profile on the named device. **smoke** rows are seconds-long CI runs, not "
-            "reproductions; **quick** rows are reduced CPU runs; **paper** rows use the paper's settings.\n"
-            "Status rules per row are in `paper_values.csv` (`rule`, `tolerance`, `better`, `reference`: the paper,\n"
-            "the authors' code or a peer): matches / within tolerance / better or worse than the reference\n"
-            "(direction by the row's `better`) / claim holds or not (a figure's statement in words, checked as a\n"
-            "number, and only once the model beats the trivial predictor: else 'not tested') / not comparable\n"
-            "(a speed measured on another device class). The qualifiers in brackets come from the row's `scale`\n"
-            "fields (ours / the paper's), never from its note: 'reduced' (not at the paper's scale), 'stand-in'\n"
-            "(not the paper's data), 'other device', 'positions rescaled'. `code`: 'current' when every file the\n"
-            "run imported is unchanged since (hashes in `provenance/`), else 'stale', naming the files.\n\n")
-    return (head + "## Paper artefacts\n\n" + _markdown(artefact_view(summary, reports_dir)) +
-            "\n## Every row\n\n" + _markdown(summary.astype(object).where(summary.notna(), "")))
+    """SUMMARY.md's text: the claims table, the coverage line, the artefacts, every row (`romae.frontpage`)."""
+    from . import frontpage
+
+    return frontpage.summary_markdown(summary, reports_dir)
 
 
 def _markdown(df: pd.DataFrame) -> str:
@@ -538,13 +560,77 @@ def _markdown(df: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
-def difference(a, b, margin: float, names: tuple[str, str] = ("A", "B"), z: float = 2.0) -> dict:
-    """Is a paired comparison of two variants resolved at this scale? `a`, `b`: one number per seed (same
-    seeds, same order; a paired difference per seed); `margin`: the smallest difference that would matter,
-    in the metric's units. Returns diff (mean of a - b), se (its standard error over seeds), n and a verdict:
-    "resolved: A > B" / "resolved: A < B" when |diff| > z x se; "equal within +-margin" when the whole
-    interval diff +- z x se lies inside (-margin, margin); else "not resolved at this scale". One seed has no
-    uncertainty: always "not resolved at this scale (1 seed)"."""
+# --- statistics: every interval the compendium prints is a t interval with n - 1 degrees of freedom --------
+LEVEL = 0.95  # the confidence level of every interval and verdict
+
+
+def t_quantile(df: int, level: float = LEVEL) -> float:
+    """The two-sided t quantile: an interval mean +- t_quantile(n - 1) x se covers with probability `level`."""
+    from scipy.stats import t
+
+    if df < 1:
+        raise ValueError(f"t_quantile(): needs at least 1 degree of freedom, got {df}")
+    if not 0 < level < 1:
+        raise ValueError(f"t_quantile(): level must be in (0, 1), got {level!r}")
+    return float(t.ppf(0.5 + level / 2, df))
+
+
+def interval(values, level: float = LEVEL) -> dict:
+    """The t confidence interval of the mean of `values` (one per seed or fold): mean, se, n, df, low, high,
+    level. One value has no interval (low = high = nan)."""
+    import numpy as np
+
+    x = np.asarray(values, dtype=float).reshape(-1)
+    if x.size == 0 or not np.isfinite(x).all():
+        raise ValueError(f"interval(): need finite values, got {x.tolist()}")
+    mean = float(x.mean())
+    if x.size < 2:
+        return dict(mean=mean, se=float("nan"), n=1, df=0, low=float("nan"), high=float("nan"), level=level)
+    se = float(x.std(ddof=1) / math.sqrt(x.size))
+    half = t_quantile(x.size - 1, level) * se
+    return dict(mean=mean, se=se, n=int(x.size), df=int(x.size - 1), low=mean - half, high=mean + half, level=level)
+
+
+def slope(x, y, level: float = LEVEL) -> dict:
+    """Least-squares line y = intercept + slope x with the t interval of the slope (n - 2 degrees of freedom):
+    slope, intercept, se, low, high, r2, n, df, level. A claim on a slope's sign holds only when its interval
+    excludes the other side. Needs 3 points of at least 2 distinct x."""
+    import numpy as np
+
+    x, y = np.asarray(x, dtype=float).reshape(-1), np.asarray(y, dtype=float).reshape(-1)
+    if x.shape != y.shape or x.size < 3:
+        raise ValueError(f"slope(): need the same number (>= 3) of x and y values, got {x.size} and {y.size}")
+    if not (np.isfinite(x).all() and np.isfinite(y).all()):
+        raise ValueError("slope(): a value is not finite")
+    sxx = float(((x - x.mean()) ** 2).sum())
+    if sxx == 0:
+        raise ValueError("slope(): all x values are equal")
+    b = float(((x - x.mean()) * (y - y.mean())).sum() / sxx)
+    a = float(y.mean() - b * x.mean())
+    resid = y - (a + b * x)
+    df = x.size - 2
+    se = float(math.sqrt((resid ** 2).sum() / df / sxx))
+    syy = float(((y - y.mean()) ** 2).sum())
+    half = t_quantile(df, level) * se
+    return dict(slope=b, intercept=a, se=se, low=b - half, high=b + half,
+                r2=1 - float((resid ** 2).sum()) / syy if syy > 0 else 1.0, n=int(x.size), df=int(df), level=level)
+
+
+def _interval_of(res: dict) -> dict:
+    """The [low, high] at `level` of an `interval`, `slope` or `difference` result, for results.csv."""
+    if not all(k in res for k in ("low", "high")):
+        raise ValueError(f"interval must be report.interval(...), slope(...) or difference(...), got {res!r}")
+    return dict(low=float(res["low"]), high=float(res["high"]), level=float(res.get("level", LEVEL)))
+
+
+def difference(a, b, margin: float, names: tuple[str, str] = ("A", "B"), level: float = LEVEL) -> dict:
+    """Is a paired comparison of two variants resolved at this scale? `a`, `b`: one number per seed (or fold;
+    same order: a paired difference each); `margin`: the smallest difference that would matter, in the metric's
+    units. Returns diff (mean of a - b), se, n, the t interval [low, high] at `level` (n - 1 degrees of freedom:
+    with 2 pairs the 95 % interval is +- 12.7 standard errors) and a verdict: "resolved: A > B" / "resolved: A < B"
+    when the interval excludes 0; "equal within +-margin" when it lies inside (-margin, margin); else "not resolved
+    at this scale". One pair has no interval: "not resolved at this scale (1 pair)". Pairs that all differ by the
+    same amount have a zero-width interval."""
     import numpy as np
 
     x, y = np.asarray(a, dtype=float).reshape(-1), np.asarray(b, dtype=float).reshape(-1)
@@ -554,26 +640,61 @@ def difference(a, b, margin: float, names: tuple[str, str] = ("A", "B"), z: floa
         raise ValueError("difference(): a per-seed value is not finite")
     if not math.isfinite(margin) or margin <= 0:
         raise ValueError(f"difference(): margin must be a finite number > 0, got {margin!r}")
-    d = x - y
-    diff = float(d.mean())
-    if d.size < 2:
-        return dict(diff=diff, se=float("nan"), n=1, margin=margin, verdict="not resolved at this scale (1 seed)")
-    se = float(d.std(ddof=1) / math.sqrt(d.size))
-    if abs(diff) > z * se and se > 0 or (se == 0 and diff != 0):
-        verdict = f"resolved: {names[0]} {'>' if diff > 0 else '<'} {names[1]}"
-    elif abs(diff) + z * se < margin:
-        verdict = f"equal within +-{margin:g}"
-    else:
-        verdict = "not resolved at this scale"
-    return dict(diff=diff, se=se, n=int(d.size), margin=float(margin), verdict=verdict)
+    ci = interval(x - y, level)
+    out = dict(diff=ci["mean"], se=ci["se"], n=ci["n"], margin=float(margin), low=ci["low"], high=ci["high"],
+               level=level)
+    return dict(out, verdict=_difference_verdict(out, names))
+
+
+def _difference_verdict(res: dict, names: tuple[str, str] = ("A", "B")) -> str:
+    if res["n"] < 2:
+        return "not resolved at this scale (1 seed)"
+    if res["low"] > 0 or res["high"] < 0:
+        return f"resolved: {names[0]} {'>' if res['diff'] > 0 else '<'} {names[1]}"
+    if -res["margin"] < res["low"] and res["high"] < res["margin"]:
+        return f"equal within +-{res['margin']:g}"
+    return "not resolved at this scale"
 
 
 def difference_text(res: dict, unit: str = "", replicates: str = "seeds") -> str:
-    """'+0.012 +- 0.004 (2 se, 3 seeds): resolved: A > B' (`replicates`: what the pairs are, e.g. folds)."""
+    """'+0.012 [95 % CI +0.004, +0.020] (t, 3 seeds): resolved: A > B': the interval the verdict used
+    (`replicates`: what the pairs are, e.g. folds)."""
     u = f" {unit}" if unit else ""
     if res["n"] < 2:
-        return f"{res['diff']:+.4g}{u} (1 pair): {res['verdict']}"
-    return f"{res['diff']:+.4g} +- {2 * res['se']:.2g}{u} (2 se, {res['n']} {replicates}): {res['verdict']}"
+        return f"{res['diff']:+.4g}{u} (1 pair, no interval): {res['verdict']}"
+    return (f"{res['diff']:+.4g}{u} [{100 * res.get('level', LEVEL):g} % CI {res['low']:+.2g}, {res['high']:+.2g}] "
+            f"(t, {res['n']} {replicates}): {res['verdict']}")
+
+
+# verdicts printed by the rule this module used before the t interval: '+0.008 +- 0.0037 (2 se, 2 seeds): ...'
+_OLD_RULE = __import__("re").compile(
+    r"(?P<diff>[+-]?[0-9.]+(?:e[+-]?\d+)?) \+- (?P<two_se>[0-9.]+(?:e[+-]?\d+)?)(?P<unit> [^()]*?)? "
+    r"\(2 se, (?P<n>\d+) (?P<what>[^)]*)\): (?P<verdict>resolved: [^;]*?|equal within \+-(?P<margin>[0-9.e+-]+)"
+    r"|not resolved at this scale)(?=;|$)")
+
+
+def rederive_verdicts(note: str) -> str:
+    """A note written by the old rule (|mean| > 2 standard errors, whatever the number of seeds) with each verdict
+    re-derived from the mean and standard error it printed, by the t interval with n - 1 degrees of freedom
+    (`difference`); marked as re-derived. Other text is unchanged."""
+    def redo(m):
+        n, diff, se = int(m["n"]), float(m["diff"]), float(m["two_se"]) / 2
+        if n < 2:
+            return m.group(0)
+        half = t_quantile(n - 1) * se
+        names = ("A", "B")
+        if m["verdict"].startswith("resolved: "):
+            pair = m["verdict"][len("resolved: "):]
+            for op in (" > ", " < "):
+                if op in pair:
+                    names = tuple(pair.split(op, 1)) if op == " > " else tuple(reversed(pair.split(op, 1)))
+        margin = float(m["margin"]) if m["margin"] else 0.0  # the run's margin is printed only with "equal within"
+        res = dict(diff=diff, se=se, n=n, margin=margin, low=diff - half, high=diff + half, level=LEVEL)
+        verdict = _difference_verdict(res, names)
+        unit = m["unit"] or ""
+        return (f"{diff:+.4g}{unit} [{100 * LEVEL:g} % CI {res['low']:+.2g}, {res['high']:+.2g}] (t, {n} {m['what']}; "
+                f"re-derived from the run's mean and standard error, which it judged by 2 se): {verdict}")
+    return _OLD_RULE.sub(redo, note) if isinstance(note, str) else note
 
 
 def title_tag(profile: str, *scales) -> str:
@@ -606,8 +727,9 @@ def training_losses(results) -> list[list[float]]:
 
 def status_table(rows: list[dict]) -> pd.DataFrame:
     """The summary's status of recorded rows (`record`'s return values, with the checks derived from them,
-    `derived_rows`) that have a reference value: setting, metric, reference, paper, ours, status, learned. For a
-    notebook to say what its own run found, as the summary will read it."""
+    `derived_rows`) that have a reference value: setting, metric, reference, paper, ours, status (the verdict after
+    the gates), measured (the bare comparison), learned. For a notebook to say what its own run found, as the
+    summary will read it."""
     frame = pd.DataFrame(rows, columns=RESULT_COLUMNS)
     derived = derived_rows(frame)
     frame = pd.concat([frame, derived], ignore_index=True) if len(derived) else frame
@@ -617,5 +739,6 @@ def status_table(rows: list[dict]) -> pd.DataFrame:
                     & (frame.metric == p["metric"])]
         for r in hit.to_dict("records"):
             out.append(dict(setting=p["setting"], metric=p["metric"], reference=reference_name(p), paper=p["paper"],
-                            ours=r["ours"], status=row_status(p, r), learned=learned_text(r["learned"])))
-    return pd.DataFrame(out, columns=["setting", "metric", "reference", "paper", "ours", "status", "learned"])
+                            ours=r["ours"], status=row_status(p, r), measured=comparison(p, r),
+                            learned=learned_text(r["learned"])))
+    return pd.DataFrame(out, columns=["setting", "metric", "reference", "paper", "ours", "status", "measured", "learned"])

@@ -154,9 +154,14 @@ def test_status_says_the_direction_and_keeps_scope_visible():
     assert report.status(0.0, -1e-5, "gt", 0.0) == "claim does not hold"
     paper = dict(paper=0.233, rule="abs", tolerance=0.014, better="lower", reference="paper")
     reduced = dict(ours=0.30, profile="quick", scale='{"epochs": [2, 200]}')
-    assert report.row_status(paper, reduced) == "worse than the paper (reduced)"
+    # the direction stays visible in the bare comparison; the verdict is gated on the scale
+    assert report.row_status(paper, reduced) == "not comparable (reduced)"
+    assert report.comparison(paper, reduced) == "worse than the paper"
     stand_in = dict(ours=0.233, profile="paper", scale='{"dataset": ["stand-in light curves", "ELAsTiCC"]}')
-    assert report.row_status(paper, stand_in) == "matches (stand-in)"
+    assert report.row_status(paper, stand_in) == "not comparable (stand-in)"
+    assert report.comparison(paper, stand_in) == "matches"
+    fewer = dict(ours=0.30, profile="quick", scale='{"epochs": [200, 200], "seeds": [2, 5]}')
+    assert report.row_status(paper, fewer) == "worse than the paper (fewer seeds)"
     with pytest.raises(ValueError, match="better must be"):
         report.status(1, 2, "abs", 0.1, "up")
 

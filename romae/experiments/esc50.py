@@ -12,9 +12,12 @@ Profiles:
   (`romae.data.librispeech`, 70/30 split), 150 epochs; fine-tune on ESC-50 with the official 5-fold
   cross-validation (SSAST's protocol; assumed, the paper does not state it), 50 epochs; accuracy = mean
   over folds. Each pre-training is done once and fine-tuned five times. Commands in notebook 11.
-- `quick`: the shared subset (414 clips, all 50 classes), labelled "subset, no external pre-training": a
-  stratified split inside fold 4 (2 test clips per class), MAE pre-training on the training clips only,
-  against the same classifier from scratch; SSAST trained from scratch (41.9 %) is the relevant anchor.
+- `quick`: the shared subset (414 clips, all 50 classes), labelled "subset, no external pre-training": 4-fold
+  cross-validation stratified by class and **grouped by source recording** (`src_file`: ESC-50 cuts several
+  clips from one recording, and the official folds keep them together; a split that separates them leaks the
+  recording into training), so every clip is tested once; MAE pre-training on each fold's training clips only,
+  against the same classifier from scratch; the accuracy is the mean over the folds, its spread the std over
+  folds. SSAST trained from scratch (41.9 %, official 5 folds of 2,000 clips) is the nearest anchor.
 - `smoke`: seconds.
 """
 
@@ -55,7 +58,8 @@ class ESC50Run:
     audioset_dir: str | None = None  # the user's AudioSet-20k clips (named by YouTube id)
     librispeech_splits: tuple[str, ...] = ("train-clean-100",)  # which splits the paper used is not stated
     protocol: str = "5fold"  # 5fold: ESC-50's official folds (SSAST's protocol) | split: inside the clips found |
-    #                          cv: stratified k-fold cross-validation over every clip found (each clip tested once)
+    #                          cv: k-fold cross-validation over every clip found (each clip tested once), stratified
+    #                          by class and grouped by source recording (clips of one recording share a fold)
     split_fold: int = 4  # protocol "split": the fold the test clips come from (the shared subset holds fold 4)
     test_per_class: int = 2  # protocol "split"
     cv_folds: int = 4  # protocol "cv": folds (each class needs at least this many clips)
@@ -242,14 +246,20 @@ def _splits(d: dict, cfg: ESC50Run) -> list[tuple[str, np.ndarray, np.ndarray]]:
     if cfg.protocol == "5fold":
         return [(f"fold {k}", np.flatnonzero(folds != k), np.flatnonzero(folds == k)) for k in range(1, 6)]
     if cfg.protocol == "cv":
-        from sklearn.model_selection import StratifiedKFold
+        from sklearn.model_selection import StratifiedGroupKFold
 
         counts = np.bincount(labels)
         if counts[counts > 0].min() < cfg.cv_folds:
             raise ValueError(f"cv_folds={cfg.cv_folds} needs at least {cfg.cv_folds} clips of every class; the "
                              f"rarest class here has {counts[counts > 0].min()}")
-        folds_ = StratifiedKFold(cfg.cv_folds, shuffle=True, random_state=0).split(np.zeros(len(labels)), labels)
+        groups = source_recordings(d["meta"])
+        folds_ = StratifiedGroupKFold(cfg.cv_folds, shuffle=True, random_state=0).split(
+            np.zeros(len(labels)), labels, groups)
         out = [(f"cv fold {k + 1} of {cfg.cv_folds}", np.sort(tr), np.sort(te)) for k, (tr, te) in enumerate(folds_)]
+        for name, tr, te in out:  # the point of grouping: no recording on both sides
+            shared = set(groups[tr]) & set(groups[te])
+            if shared:
+                raise AssertionError(f"{name}: source recordings on both sides of the split: {sorted(shared)[:5]}")
         if cfg.max_clips is not None:  # smoke: a few clips of each class
             keep = lambda idx: np.concatenate([idx[labels[idx] == c][:cfg.max_clips] for c in np.unique(labels[idx])])  # noqa: E731
             out = [(n, keep(tr), keep(te)) for n, tr, te in out]
@@ -268,6 +278,20 @@ def _splits(d: dict, cfg: ESC50Run) -> list[tuple[str, np.ndarray, np.ndarray]]:
         keep = lambda idx: np.concatenate([idx[labels[idx] == c][:cfg.max_clips] for c in np.unique(labels[idx])])  # noqa: E731
         train, test = keep(train), keep(test)
     return [(f"stratified split of fold {cfg.split_fold} ({cfg.test_per_class} test clips per class)", train, test)]
+
+
+def source_recordings(meta: pd.DataFrame) -> np.ndarray:
+    """The source recording of every clip (ESC-50's `src_file`; clips cut from one recording share it), read from
+    the metadata, else from the file name `{fold}-{src_file}-{take}-{target}.wav`."""
+    if "src_file" in meta and meta["src_file"].notna().all():
+        return meta["src_file"].astype(str).to_numpy()
+    names = meta["filename"].astype(str)
+    parts = names.str.split("-")
+    if not (parts.str.len() >= 4).all():
+        bad = names[parts.str.len() < 4].iloc[0]
+        raise ValueError(f"cannot tell the source recording of {bad!r}: no src_file column and not an ESC-50 name "
+                         "'{fold}-{src_file}-{take}-{target}.wav'")
+    return parts.str[1].to_numpy()
 
 
 def _pretrain_set(cfg: ESC50Run, source: str, root) -> tuple[object, dict]:
@@ -355,13 +379,17 @@ def run(profile: str = "smoke", data_root=None, reports_dir=None, cache_dir=None
     n_splits, flags = per_run.split.nunique(), {}
     for label, f in per_run.groupby("setting", sort=False):  # written by the main process only
         per_seed = f.groupby("seed").accuracy_pct.mean()  # mean over folds, per seed
+        per_split = f.groupby("split", sort=False).accuracy_pct.mean()  # mean over seeds, per fold
+        # the spread: over seeds when there are several, else over the folds (cross-validation with one seed)
+        spread = (per_seed.std(ddof=1) if len(per_seed) > 1 else per_split.std(ddof=1) if len(per_split) > 1
+                  else None)
         verdicts = "; ".join(f"{r.pretrained} minus {r.scratch}: {r.text}" for r in effect.itertuples()
                              if label in (r.pretrained, r.scratch))
         runs = [results[(label, r.split, r.seed)] for r in f.itertuples()]
         curves = training_losses(runs)
         flags[label] = "; ".join(x for x in map(loss_flags, curves) if x)  # as `record` notes it
         record(EXPERIMENT, label, "accuracy_pct", float(per_seed.mean()),
-               ours_std=float(per_seed.std(ddof=1)) if len(per_seed) > 1 else None, n_seeds=len(per_seed),
+               ours_std=None if spread is None else float(spread), n_seeds=len(per_seed),
                profile=profile, scale=run_scale(cfg, d, f, n_splits, external), losses=curves,
                note=_note(cfg, d, f, subset, generated) + (f"; {verdicts}" if verdicts else ""),
                reports_dir=reports_dir)
@@ -406,7 +434,7 @@ def pretraining_effect(per_run: pd.DataFrame, margin: float = MARGIN) -> pd.Data
     """Pre-trained minus from scratch, paired by (fold, seed) -- each fold of each seed is one replicate, trained
     and tested on the same clips in both arms -- with its uncertainty and verdict (`report.difference`): one row
     per pre-trained setting that has a from-scratch control."""
-    cols = ["pretrained", "scratch", "difference", "se", "n_pairs", "margin", "verdict", "text"]
+    cols = ["pretrained", "scratch", "difference", "se", "low", "high", "n_pairs", "margin", "verdict", "text"]
     scratch = [s for s in per_run.setting.unique() if s.endswith("from scratch")]
     if not scratch:
         return pd.DataFrame(columns=cols)
@@ -417,8 +445,8 @@ def pretraining_effect(per_run: pd.DataFrame, margin: float = MARGIN) -> pd.Data
         a = acc[a_name]
         pairs = a.index.intersection(b.index)  # (fold, seed)
         res = difference(a[pairs].to_numpy(), b[pairs].to_numpy(), margin, names=("pre-trained", "from scratch"))
-        rows.append(dict(pretrained=a_name, scratch=scratch[0], difference=res["diff"], se=res["se"], n_pairs=res["n"],
-                         margin=margin, verdict=res["verdict"],
+        rows.append(dict(pretrained=a_name, scratch=scratch[0], difference=res["diff"], se=res["se"], low=res["low"],
+                         high=res["high"], n_pairs=res["n"], margin=margin, verdict=res["verdict"],
                          text=difference_text(res, "points", replicates="fold x seed pairs")))
     return pd.DataFrame(rows, columns=cols)
 
@@ -430,7 +458,16 @@ def _note(cfg: ESC50Run, d: dict, f: pd.DataFrame, subset: bool, generated=()) -
              else f"{SUBSET}: ESC-50 official clips of fold {cfg.split_fold} only (the shared subset's scale), ")
     pre = (f"pre-trained {cfg.pretrain_epochs} epochs ({r.pretrain_steps} steps, mask {cfg.mask_ratio}, norm-pix, "
            f"no [CLS]), " if pd.notna(r.pretrain_steps) else "from scratch, ")
-    return (where + f"{f.split.iloc[0]}: {r.n_train} train / {r.n_test} test clips; RoMAE-{cfg.encoder}, 128-bin "
+    n_splits = f.split.nunique()
+    if cfg.protocol == "cv" and n_splits > 1:
+        per_split = f.groupby("split", sort=False).accuracy_pct.mean()
+        spread = "std over seeds" if f.seed.nunique() > 1 else "ours_std: std over folds"
+        split = (f"mean over {n_splits} cross-validation folds grouped by source recording ({spread}; fold accuracies "
+                 f"{', '.join(f'{v:.1f}' for v in per_split)} %), {f.n_train.min()}-{f.n_train.max()} train / "
+                 f"{f.n_test.min()}-{f.n_test.max()} test clips per fold")
+    else:
+        split = f"{f.split.iloc[0]}: {r.n_train} train / {r.n_test} test clips"
+    return (where + f"{split}; RoMAE-{cfg.encoder}, 128-bin "
             f"Kaldi fbank, 16x16 patches; " + pre + f"fine-tuned {cfg.finetune_epochs} epochs ({r.finetune_steps} "
             f"steps), mean head; {f.seed.nunique()} seed(s)"
             + ("; dry run: the first fold only" if runtime.dry_run() and cfg.protocol == "5fold" else "")
@@ -457,17 +494,23 @@ def title_tag(profile: str) -> str:
 
 
 def plot_accuracy(res: dict):
-    """Our accuracy per setting (the mean over seeds as a bar, each seed's mean over folds as a dot) beside the
-    published values as horizontal lines: the paper's RoMAE-small rows (Table 3) and the peers (SSAST after
-    AudioSet-20k / LibriSpeech as the paper quotes them, SSAST from scratch from its own paper)."""
+    """Our accuracy per setting beside the published values as horizontal lines: the paper's RoMAE-small rows
+    (Table 3) and the peers (SSAST after AudioSet-20k / LibriSpeech as the paper quotes them, SSAST from scratch
+    from its own paper). With several folds the bar is the mean over folds and a dot each fold's accuracy (mean
+    over seeds), so the fold spread is seen; with one split, the mean over seeds and a dot per seed."""
     f, profile = res["per_run"], res["profile"]
-    acc = f.groupby(["setting", "seed"], sort=False).accuracy_pct.mean()
+    by = "split" if f.split.nunique() > 1 else "seed"
+    acc = f.groupby(["setting", by], sort=False).accuracy_pct.mean()
+    unit = "fold" if by == "split" else "seed"
     names = list(dict.fromkeys(acc.index.get_level_values(0)))
     fig, ax = plt.subplots(figsize=(9, 4.8), layout="constrained")
     x = np.arange(len(names))
-    ax.bar(x, [acc[n].mean() for n in names], 0.55, color="tab:blue", alpha=0.35, label="ours, mean over seeds")
+    ax.bar(x, [acc[n].mean() for n in names], 0.55, color="tab:blue", alpha=0.35, label=f"ours, mean over {unit}s")
     for i, n in enumerate(names):
-        ax.plot(np.full(len(acc[n]), i), acc[n].to_numpy(), "o", color="tab:blue", label="ours, one seed" if i == 0 else None)
+        ax.plot(np.full(len(acc[n]), i), acc[n].to_numpy(), "o", color="tab:blue", label=f"ours, one {unit}" if i == 0 else None)
+        if len(acc[n]) > 1:
+            ax.errorbar(i + 0.32, acc[n].mean(), yerr=acc[n].std(ddof=1), fmt="none", ecolor="tab:blue", capsize=3,
+                        label=f"ours, +-1 std over {unit}s" if i == 0 else None)
     published = [(f"paper: {r['setting']}", r["paper"]) for r in paper_values() if r["experiment"] == EXPERIMENT]
     published += [(f"{r['model']} (published)", r["value"]) for r in peer_values(EXPERIMENT)]
     styles = ["-", "--", "-.", ":", (0, (5, 1))]
