@@ -169,7 +169,7 @@ def test_quick_rows_carry_the_scale_of_their_runs():
     tiny = position.table1_scale(quick["tiny"], 1)
     assert tiny == {"data": [20_000, 20_000], "epochs": [10, 10], "seeds": [1, 5],
                     "model": ["d_model 180, depth 12", "d_model 180, depth 12"]}
-    assert qualifiers(tiny, "quick") == ["reduced"]  # one seed of five
+    assert qualifiers(tiny, "quick") == ["fewer seeds"]  # one seed of five: the same run, judged
     small = position.table1_scale(quick["small"], 1)
     assert small["data"] == [2_000, 20_000] and small["epochs"] == [2, 10]
     paper_tiny = position.table1_scale(next(r for r in position.config("paper").table1.sizes if r.size == "tiny"), 5)
@@ -177,7 +177,7 @@ def test_quick_rows_carry_the_scale_of_their_runs():
     f2 = position.fig2_scale(position.config("quick").fig2, 0.0, 1000.0, (0.0, 1000.0), 1, 160)
     assert f2["steps"] == [160, 3_130] and f2["data"] == [2_000, 20_000] and f2["seeds"] == [1, 5]
     assert f2["positions"] == ["U(0, 1000)", "U(0, 1000)"]
-    assert qualifiers(f2, "quick") == ["reduced"]  # not "positions rescaled": Figure 2 uses the paper's ranges
+    assert qualifiers(f2, "quick") == ["fewer seeds", "reduced"]  # not "positions rescaled": Figure 2 uses the paper's ranges
     assert position.fig2_paper_steps() == 3_130
 
 
@@ -207,9 +207,11 @@ def test_fig2_claim_needs_a_model_that_beats_the_constant(tmp_path, monkeypatch,
     summary = build_summary(tmp_path)
     claims = summary[(summary.experiment == position.FIG2) & (summary.metric == "edge_over_interior")]
     assert len(claims) == 2 and (claims.profile == "quick").all()
-    want = "not tested: the model did not learn" if case == "constant" else "claim holds"
+    # 160 of 3,130 steps: a model that learned is measured ("claim holds") but not judged ("not comparable")
+    want = "not tested: the model did not learn" if case == "constant" else "not comparable"
     assert claims.status.str.startswith(want).all(), claims.status.tolist()
-    assert claims.status.str.endswith("(reduced)").all()  # 160 of 3,130 steps, 1 of 5 seeds
+    assert (claims.measured == "claim holds").all()
+    assert claims.status.str.endswith("(fewer seeds, reduced)").all()  # 160 of 3,130 steps, 1 of 5 seeds
     assert claims.scale.str.contains("steps 160 / 3,130", regex=False).all()
     assert claims.scale.str.contains("positions U(0, 1", regex=False).all()
     assert res["status"][res["status"].metric == "edge_over_interior"].status.str.startswith(want).all()

@@ -143,6 +143,31 @@ def test_each_seed_has_its_own_colour_in_the_figures():
     assert len({next(iter(c)) for c in by_seed.values()}) == 3
 
 
+def test_fine_tuning_tick_labels_never_overprint():
+    """Over three decades of cross-entropy the log axis labels decades only (labelled minor ticks overprinted each
+    other in the committed BasicMotions figure); under a decade it labels the minor ticks."""
+    import numpy as np
+
+    def labels_overlap(span):
+        steps = np.arange(1, 51)
+        losses = np.geomspace(2.0, 2.0 / span, len(steps))
+        hist = {("pre-trained", 69): dict(pretrain=[dict(step=1, loss=1.0), dict(step=2, loss=0.5)],
+                                          finetune=[dict(step=int(s), loss=float(v)) for s, v in zip(steps, losses)])}
+        res = dict(profile="quick", results={"Toy": dict(histories=hist, scales={"pre-trained": {}, "from scratch": {}})})
+        fig = U.plot_learning_curves(res, "Toy")
+        fig.canvas.draw()
+        ax = fig.axes[1]
+        r = fig.canvas.get_renderer()
+        boxes = [t.get_window_extent(r) for t in ax.get_yticklabels(minor=False) + ax.get_yticklabels(minor=True)
+                 if t.get_visible() and t.get_text() and ax.get_ylim()[0] <= t.get_position()[1] <= ax.get_ylim()[1]]
+        return len(boxes), any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+
+    n, overlap = labels_overlap(3000.0)
+    assert n >= 2 and not overlap
+    n, overlap = labels_overlap(3.0)
+    assert n >= 2 and not overlap
+
+
 def test_rows_are_reduced_only_when_their_facts_differ():
     from romae import report
 
@@ -152,7 +177,7 @@ def test_rows_are_reduced_only_when_their_facts_differ():
     full = U.scale_of(r, "pre-trained", 40, 3)  # quick BasicMotions = Tables 12-13 as printed, 3 seeds
     assert full["epochs"] == ["pre-training 400 + fine-tuning 50"] * 2
     assert report.qualifiers(full, "quick") == []
-    assert report.qualifiers(U.scale_of(r, "pre-trained", 40, 2), "quick") == ["reduced"]  # 2 of 3 seeds
+    assert report.qualifiers(U.scale_of(r, "pre-trained", 40, 2), "quick") == ["fewer seeds"]  # 2 of 3 seeds
     scarce = U.scale_of(r, "from scratch, 2 labelled per class", 8, 3)
     assert scarce["data"] == [8, 8] and report.qualifiers(scarce, "quick") == []  # the design, not a reduction
     big = dict(U.PAPER_STATS["LSST"])

@@ -258,14 +258,29 @@ def per_case(frame: pd.DataFrame) -> pd.DataFrame:
     return out[["modes", "f1", "f2", "n"] + [c for m in METRICS for c in (m, m + "_std")]]
 
 
-def linear_trend(one: pd.DataFrame, metric: str, f_min: int = 9) -> tuple[float, float]:
-    """Least-squares slope (per Hz) and R^2 of the per-frequency mean `metric` for f >= f_min (one mode)."""
+def trend_fit(one: pd.DataFrame, metric: str, f_min: int = 9) -> dict | None:
+    """The least-squares line of the per-frequency mean `metric` for f >= f_min (one mode), with the slope's 95 %
+    t interval (`report.slope`: n - 2 degrees of freedom over the frequencies); None with fewer than 3."""
     m = one[one.f1 >= f_min].groupby("f1")[metric].mean()
     if len(m) < 3:
-        return float("nan"), float("nan")
-    slope, icpt = np.polyfit(m.index.values, m.values, 1)
-    resid = m.values - (slope * m.index.values + icpt)
-    return float(slope), float(1 - resid.var() / m.values.var()) if m.values.var() > 0 else float("nan")
+        return None
+    return report.slope(m.index.values, m.values)
+
+
+def linear_trend(one: pd.DataFrame, metric: str, f_min: int = 9) -> tuple[float, float]:
+    """Least-squares slope (per Hz) and R^2 of the per-frequency mean `metric` for f >= f_min (one mode)."""
+    fit = trend_fit(one, metric, f_min)
+    return (float("nan"), float("nan")) if fit is None else (fit["slope"], fit["r2"])
+
+
+def high_pair_preference(two: pd.DataFrame, metric: str = "fft_mse", f_min: int = 9) -> dict:
+    """Figure 4's remark, measured: the mean `metric` of the two-mode series whose frequencies are both >= f_min
+    ('both high') against those with one below and one at or above it ('one low, one high'), with their counts."""
+    lo, hi = two[["f1", "f2"]].min(axis=1), two[["f1", "f2"]].max(axis=1)
+    both, mixed = two[lo >= f_min][metric], two[(lo < f_min) & (hi >= f_min)][metric]
+    return dict(metric=metric, f_min=f_min, both_high=float(both.mean()) if len(both) else float("nan"),
+                n_both_high=int(len(both)), one_low_one_high=float(mixed.mean()) if len(mixed) else float("nan"),
+                n_one_low_one_high=int(len(mixed)))
 
 
 def trend_table(one: pd.DataFrame, f_min: int = 9) -> pd.DataFrame:
@@ -356,19 +371,21 @@ def _record_variant(ev: dict, suffix: str, profile: str, note: str, reports_dir,
             rows.append(record(EXPERIMENT, setting + suffix, metric, frame[col].mean(), ours_std=frame[col].std(ddof=0),
                                profile=profile, scale=scale, note=note, learned=ok, losses=losses,
                                reports_dir=reports_dir))
+        # the claim holds only when the slope's 95 % interval lies above 0 (`interval`: the summary reads it)
         if key == "one":
-            slope, r2 = linear_trend(frame, "fft_mse")
-            if np.isfinite(slope):
-                rows.append(record(EXPERIMENT, "1 mode, f >= 9 Hz" + suffix, "fft_mse_slope_per_hz", slope,
+            fit = trend_fit(frame, "fft_mse")
+            if fit is not None:
+                rows.append(record(EXPERIMENT, "1 mode, f >= 9 Hz" + suffix, "fft_mse_slope_per_hz", fit["slope"],
                                    profile=profile, scale=scale, learned=ok, losses=losses, reports_dir=reports_dir,
-                                   note=f"least-squares slope of the per-frequency mean; R^2 = {r2:.2f}; {note}"))
+                                   interval=fit, note=f"least-squares slope of the per-frequency mean over {fit['n']} "
+                                   f"frequencies; R^2 = {fit['r2']:.2f}; {note}"))
         else:  # Figure 4: the same check with two modes, against each series' higher frequency
-            slope, r2 = linear_trend(frame.assign(f1=frame[["f1", "f2"]].max(axis=1)), "fft_mse")
-            if np.isfinite(slope):
-                rows.append(record(FIG4, "2 modes, higher f >= 9 Hz" + suffix, "fft_mse_slope_per_hz", slope,
+            fit = trend_fit(frame.assign(f1=frame[["f1", "f2"]].max(axis=1)), "fft_mse")
+            if fit is not None:
+                rows.append(record(FIG4, "2 modes, higher f >= 9 Hz" + suffix, "fft_mse_slope_per_hz", fit["slope"],
                                    profile=profile, scale=scale, learned=ok, losses=losses, reports_dir=reports_dir,
-                                   note=f"least-squares slope of the mean per higher frequency of the pair; "
-                                        f"R^2 = {r2:.2f}; {note}"))
+                                   interval=fit, note=f"least-squares slope of the mean per higher frequency of the "
+                                   f"pair over {fit['n']} frequencies; R^2 = {fit['r2']:.2f}; {note}"))
     return rows
 
 
@@ -437,7 +454,8 @@ def reading(res: dict) -> str:
         if r["flags"]:
             lines.append(f"- {name}: TRAINING FLAG: {r['flags']}; no conclusion is drawn from this run")
     for r in res["status"].itertuples():
-        lines.append(f"- {r.setting}: slope {r.ours:.3g} per Hz -> **{r.status}**")
+        seen = "" if r.measured == r.status.split(" (")[0] else f" (measured: {r.measured})"
+        lines.append(f"- {r.setting}: slope {r.ours:.3g} per Hz -> **{r.status}**{seen}")
     if res["status"].empty:
         lines.append("- no Figure 3 / 4 check recorded (fewer than 3 test frequencies >= 9 Hz)")
     return "\n".join(lines)
@@ -463,6 +481,12 @@ def plot_control(res: dict):
 
 # ----------------------------------------------------------------------------- figures
 
+def _tag(res: dict) -> str:
+    """A figure title's run description with the positions used: 'quick profile, positions t x 99, reduced'."""
+    tag = report.title_tag(res["profile"]).split(", ", 1)
+    return ", ".join([tag[0], f"positions {positions_label(res['config'].position_scale)}", *tag[1:]])
+
+
 def plot_fig3(res: dict, f_min: int = 9):
     """Figure 3: mean (+- std) FFT MSE (left) and time-domain MSE (right) vs frequency, one mode;
     the two-mode series averaged over the pairs that contain f are overlaid (dashed); grey: the trivial
@@ -486,15 +510,15 @@ def plot_fig3(res: dict, f_min: int = 9):
         t = triv.groupby("f1")[cols[0][0]].mean()
         ax.plot(t.index, t.values, color="tab:gray", ls="-.", marker="x", label=f"trivial, 1 mode, {cols[0][1]}")
         ax.set(xlabel="frequency f [Hz]", ylabel="MSE", title=title)
-    slope, _ = linear_trend(one, "fft_mse", f_min)
-    if np.isfinite(slope):
+    fit = trend_fit(one, "fft_mse", f_min)
+    if fit is not None:
         m = one[one.f1 >= f_min].groupby("f1").fft_mse.mean()
-        icpt = np.polyfit(m.index.values, m.values, 1)[1]
-        axes[0].plot(m.index, slope * m.index.values + icpt, color="k", lw=1.5,
-                     label=f"least-squares line f >= {f_min} Hz: slope {slope:.2g} (paper: > 0)")
+        axes[0].plot(m.index, fit["slope"] * m.index.values + fit["intercept"], color="k", lw=1.5,
+                     label=f"least-squares line f >= {f_min} Hz: slope {fit['slope']:.2g} /Hz, 95 % CI "
+                           f"[{fit['low']:.2g}, {fit['high']:.2g}] (paper: > 0)")
     for ax in axes:  # one column under each panel: two columns were wider than the panel and overlapped
         ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=1)
-    fig.suptitle(f"Frequency retention: interpolating 50 of 100 points ({report.title_tag(res['profile'])}); "
+    fig.suptitle(f"Frequency retention: interpolating 50 of 100 points ({_tag(res)}); "
                  f"trivial = {res['trivial']['name']}")
     fig.tight_layout()
     return fig
@@ -515,7 +539,7 @@ def plot_fig4(res: dict):
                xlabel="f2 [Hz]", ylabel="f1 [Hz]",
                title=f"{title}\ntrivial predictor's mean: {res['trivial']['two'][col].mean():.3g}")
         fig.colorbar(im, ax=ax, shrink=0.85)
-    fig.suptitle(f"Two frequency modes ({report.title_tag(res['profile'])})")
+    fig.suptitle(f"Two frequency modes ({_tag(res)})")
     fig.tight_layout(rect=(0, 0, 1, 0.95))  # room for the suptitle above the two-line panel titles
     return fig
 
@@ -540,6 +564,6 @@ def plot_fig5(res: dict):
     ax.plot(hz, one_sided_spectrum(ex["recon"][0].astype(np.float64)), "r--", label="observed + predicted")
     ax.set(xlabel="frequency [Hz]", ylabel="|FFT| (one-sided)", title="spectrum", xlim=(0, 30))
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2)
-    fig.suptitle(f"Figure 5: one realisation ({report.title_tag(res['profile'])})")
+    fig.suptitle(f"Figure 5: one realisation ({_tag(res)})")
     fig.tight_layout()
     return fig

@@ -471,8 +471,13 @@ def fig2_reading(res: dict) -> str:
                      f"constant {r.constant:.4g}; edges {r.abs_error_lower_edge:.4g} / {r.abs_error_upper_edge:.4g}, "
                      f"interior median {r.abs_error_interior_median:.4g}"
                      + (f"; TRAINING FLAG: {res['flags'][r.range]}" if res["flags"].get(r.range) else ""))
-    for r in res["status"].itertuples():
-        lines.append(f"- {r.setting} `{r.metric}` ({r.reference} {r.paper:g}): ours {r.ours:.4g} -> **{r.status}**")
+    steps = {r.range: r.steps for r in res["summary"].itertuples()}
+    for r in res["status"].itertuples():  # the verdict after the gates, and the bare comparison beside it
+        done = (f" after {steps[r.setting]:,} of the paper's {fig2_paper_steps():,} steps "
+                f"({100 * steps[r.setting] / fig2_paper_steps():.2g} %)" if r.setting in steps else "")
+        seen = "" if r.measured == r.status.split(" (")[0] else f" (measured: {r.measured})"
+        lines.append(f"- {r.setting} `{r.metric}` ({r.reference} {r.paper:g}): ours {r.ours:.4g}{done} -> "
+                     f"**{r.status}**{seen}")
     return "\n".join(lines)
 
 

@@ -758,7 +758,7 @@ def plot_accuracy(res: dict):
 def plot_learning_curves(res: dict, name: str):
     """Pre-training loss (left) and fine-tuning loss (right) against step: one colour per seed; fine-tuning of
     the pre-trained classifier solid, from scratch dashed (all labels)."""
-    from matplotlib.ticker import FormatStrFormatter
+    from matplotlib.ticker import FormatStrFormatter, NullFormatter
 
     hist = {k: h for k, h in res["results"][name]["histories"].items() if "labelled" not in k[0]}
     colours = seed_colours({seed for _, seed in hist})
@@ -773,7 +773,11 @@ def plot_learning_curves(res: dict, name: str):
     tag = title_tag(res)
     a.set(xlabel="step", ylabel="masked-token MSE (standardised)", title=f"{name}: pre-training ({tag})")
     b.set(xlabel="step", ylabel="cross-entropy", yscale="log", title=f"{name}: fine-tuning ({tag})")
-    b.yaxis.set_minor_formatter(FormatStrFormatter("%.3g"))  # readable labels on a short log range
+    lo, hi = b.get_ylim()
+    if hi / lo < 10:  # under a decade the log axis has no major label: label the minor ticks instead
+        b.yaxis.set_minor_formatter(FormatStrFormatter("%.3g"))
+    else:  # over several decades labelled minor ticks overprint each other: decades only
+        b.yaxis.set_minor_formatter(NullFormatter())
     a.legend(fontsize=7, loc="best")
     b.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
