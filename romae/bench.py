@@ -504,7 +504,8 @@ def authors(repo: str | Path, batch: int = 16, rounds: int = 3, steps: int = 10,
                "speedup_over_authors": _paired(times["authors"], t)} for n, t in times.items()}
     out["settings"] = dict(batch=batch, rounds=rounds, steps_per_round=steps, warmup=warmup,
                            device=device_label("cpu"), torch=torch.__version__, threads=torch.get_num_threads(),
-                           authors_repo=str(repo), compile_seconds=compile_seconds)
+                           # which checkout, never where it lay on the machine that measured (published file)
+                           authors_repo=Path(repo).name, compile_seconds=compile_seconds)
     return out
 
 

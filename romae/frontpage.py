@@ -310,3 +310,34 @@ def coverage_text(cov: dict) -> str:
             f"{'comes' if cov['paper_scale'] == 1 else 'come'} from a run at the paper's own scale "
             f"({cov['paper_scale_fewer_seeds']} if fewer seeds are allowed). The comparators' {cov['peer_cells']} "
             f"published cells in those tables are quoted for reference, never re-run.\n")
+
+
+def status_class(state: str) -> str:
+    """The CSS class of a verdict on the pages (a claim's, a row's, or an artefact's count of its rows' verdicts),
+    from the verdicts after the gates, never the bare comparison: 'good' (confirmed; every judged row for),
+    'bad' (contradicted; a judged row against; a failed run), 'mixed' (rows for beside rows not tested),
+    'untested' (grey: not tested, not comparable, no reference), 'not-run', or 'neutral'."""
+    text = str(state or "").lower()
+    if "no quantitative check" in text:  # a figure that exists proves nothing by itself
+        return "neutral"
+    if text.startswith("skipped"):  # its data is missing here: not a failure, not a result
+        return "not-run"
+    if text.startswith("contradicted") or any(
+            w in text for w in ("worse than", "does not hold", "differs", "failed", "interrupted")):
+        return "bad"
+    untested = any(w in text for w in ("not tested", "not comparable", "not run", "no paper value", "not resolved"))
+    if text.startswith("confirmed") or any(w in text for w in ("matches", "better than", "claim holds",
+                                                                 "within tolerance")) or text == "ok":
+        return "mixed" if untested else "good"
+    if untested:
+        return "untested" if not text.startswith("not run") else "not-run"
+    return "not-run" if "not made" in text else "neutral"
+
+
+def claims_html_intro() -> str:
+    """The index page's paragraph above the claims table (the same rules as SUMMARY.md's)."""
+    import html
+    import re
+
+    text = re.sub(r"`([^`]*)`", r"<code>\1</code>", html.escape(CLAIMS_HEAD.split("\n", 2)[2].strip()))
+    return "<p>" + re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", text) + "</p>"

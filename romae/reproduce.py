@@ -11,7 +11,9 @@ A notebook that needs data (its metadata names its experiment module, whose `dat
 A `romae.data.files.DataMissing` raised while it runs is also a skip. `--param name=value` sets a
 parameter of every selected notebook that declares it, converted to the declared type (a `list` takes
 comma-separated names); a run with parameters other than the profile is a variant: it publishes into
-<reports>/variants/<notebook>--<profile>--<name=value...>/, never over the notebook's default run.
+<reports>/variants/<notebook>--<profile>--<name=value...>/, never over the notebook's default run, with its
+own results.csv, provenance record, summary.csv and SUMMARY.md: its rows never join the main results or the
+paper artefacts' status; the main SUMMARY.md and index.html list the variants, each current or stale.
 
 Reports are precious, so a run never damages what is there:
 
@@ -25,6 +27,9 @@ Reports are precious, so a run never damages what is there:
   its staging folder, removed by the next run.
 * A run never replaces an artefact of a better profile (paper > quick > smoke): a `quick` run of a
   notebook that has a successful `paper` run publishes to <reports>/quick/ instead.
+* Nothing published names this machine's paths (`redactor`): the data root is written `$ROMAE_DATA`, the
+  clone's files relative to it, the staging folder as the folder it was published to, other absolute paths
+  as "[local path]/<name>"; progress bars and tqdm's widget warning are dropped from the executed copies.
 
 Each run appends a row to <reports>/runs.csv (notebook, profile, device, seconds, commit — with
 "+dirty" when romae/ or notebooks/ had uncommitted changes —, status ok | failed | interrupted | skipped,
@@ -32,7 +37,8 @@ error, params, note: what data it lacked and how to fetch it). A failing noteboo
 others; the exit code is non-zero if any failed (a skipped one is not a failure). Then:
 
     <reports>/summary.csv, SUMMARY.md   romae.report.build_summary + a "Runs" section (latest per
-                                        notebook and profile)
+                                        notebook and profile) + a "Variants" section
+    <reports>/variants/<v>/summary.csv, SUMMARY.md   each variant's own, from its own results.csv
     <reports>/html/<name>.html          each executed notebook as HTML (figures embedded)
     <reports>/html/mathjax/             a minimal MathJax 2.7 copied from the `jupyter-server-mathjax`
                                         package, so equations render offline
@@ -181,7 +187,11 @@ def show_params(overrides: dict) -> list[str]:
 
 def variant_slug(stem: str, profile: str, overrides: dict) -> str:
     """A folder name for a run with non-default parameters: <notebook>--<profile>--name=value..."""
-    return re.sub(r"[^A-Za-z0-9_.,=+-]", "_", "--".join([stem, profile, *show_params(overrides)]))[:150]
+    return _slug([stem, profile, *show_params(overrides)])
+
+
+def _slug(parts: list[str]) -> str:
+    return re.sub(r"[^A-Za-z0-9_.,=+-]", "_", "--".join(parts))[:150]
 
 
 def git_commit() -> str:
@@ -199,17 +209,18 @@ def git_commit() -> str:
         return "unknown"
 
 
-def strip_timestamps(path: Path, output_path: Path | None = None) -> None:
+def strip_timestamps(path: Path, output_path: Path | None = None, redact=None) -> None:
     """Drop papermill's and nbclient's timings from an executed notebook (outputs stay), so a re-run
     gives a small diff. The run's duration is kept in runs.csv instead. `output_path`: where the copy
-    will live (it was executed in a staging folder)."""
+    will live (it was executed in a staging folder). `redact`: a `redactor` applied to every text of the
+    copy (sources, outputs, metadata; never image data), so no path of this machine is published."""
     nb = nbformat.read(path, as_version=4)
     meta = nb.metadata.get("papermill", {})
     for key in ("start_time", "end_time", "duration"):
         meta.pop(key, None)
     if output_path is not None and meta:
         meta["output_path"] = str(output_path)
-    if meta.get("parameters", {}).get("reports_dir"):  # the staging folder it wrote to: not informative
+    if meta.get("parameters", {}).get("reports_dir") and redact is None:  # the staging folder: not informative
         meta["parameters"]["reports_dir"] = "<staging folder, published to reports/>"
     for key in ("input_path", "output_path"):  # repository-relative where possible
         if meta.get(key) and Path(meta[key]).is_relative_to(ROOT):
@@ -219,22 +230,28 @@ def strip_timestamps(path: Path, output_path: Path | None = None) -> None:
         cell.metadata.pop("execution", None)
         if cell.cell_type == "code":
             cell.outputs = drop_progress_bars(cell.get("outputs", []))
+    if redact is not None:
+        nb = nbformat.from_dict(redact_tree(nb, redact))
     nbformat.write(nb, path)
 
 
 # a tqdm bar's line: "train:  45%|####5     | 283/632 [00:10<00:12, 28.1it/s]" (also "?/?", "1.2M/3.4M")
 _BAR = re.compile(r"\|\s*[\d.]+[kMGTP]?/[\d.?]+[kMGTP]?\s*\[[\d:?<]")
+# noise about bars: tqdm.auto's warning that ipywidgets is missing (a kernel without widgets) and the source line
+# it quotes; it says nothing about the run and quoted the path of the virtual environment
+_BAR_NOISE = re.compile(r"TqdmWarning: IProgress not found|^\s*from \.autonotebook import tqdm as notebook_tqdm\s*$")
 
 
 def drop_progress_bars(outputs: list) -> list:
     """Outputs without progress bars: the lines of stderr/stdout streams that are tqdm bars (each redraw,
-    '\\r'-separated, is one) are removed, streams left empty are dropped, and so are progress widgets. Bars
-    are for people watching a run; in an executed copy they made pages megabytes long. Other text stays."""
+    '\\r'-separated, is one) or tqdm's warning that widgets are missing are removed, streams left empty are
+    dropped, and so are progress widgets. Bars are for people watching a run; in an executed copy they made
+    pages megabytes long. Other text stays."""
     kept = []
     for out in outputs:
         if out.get("output_type") == "stream":
             lines = re.split(r"(?<=[\r\n])", out.get("text", ""))
-            text = "".join(line for line in lines if not _BAR.search(line))
+            text = "".join(line for line in lines if not (_BAR.search(line) or _BAR_NOISE.search(line)))
             if text.strip():
                 out["text"] = text
                 kept.append(out)
@@ -252,6 +269,126 @@ def drop_progress_bars(outputs: list) -> list:
         else:
             merged.append(out)
     return merged
+
+
+# ---------------------------------------------------------------- no machine paths in published files
+# What is published (executed copies, pages, tables, results, summaries, runs.csv) names files relative to the
+# clone or as $ROMAE_DATA/..., never by this machine's paths. The kernels' own messages do name absolute paths
+# (the data root, the staging folder they write to, warnings quoting site-packages), so the runner rewrites
+# them as it publishes.
+
+LOCAL = "[local path]"  # stands for an absolute path of the machine that ran (its last component is kept)
+_END = r"\s\"'<>`|:,;()\[\]{}&\\"  # characters that end a path in prose, markup, JSON and tables
+# top-level folders of machines' file systems (Linux, macOS, containers, clusters, Colab, Kaggle)
+_TOP = ("tmp", "var", "home", "root", "usr", "opt", "mnt", "media", "srv", "work", "workspace", "scratch", "data",
+        "private", "Users", "Volumes", "content", "kaggle", "gpfs", "lustre", "nfs", "run", "etc", "proc", "sys")
+_NOT_AFTER = r"(?<![\w.~/:+\\-])"  # a path starts here: not inside a word, a URL, a relative path or base64
+_ABSOLUTE = re.compile(_NOT_AFTER + "/(?:" + "|".join(_TOP) + rf")/[^{_END}]*")
+_WINDOWS = re.compile(r"(?<![^\s\"'(=>])[A-Za-z]:\\[^\s\"'<>`|:,;()\[\]{}&]*")  # C:\Users\...
+_SITE = re.compile(_NOT_AFTER + rf"/[^{_END}]*?/(?:site|dist)-packages(?=/)")  # a Python's installed packages
+_DATA_URI = re.compile(r"data:[\w/+.-]+;base64,[A-Za-z0-9+/=]+")  # embedded images: never rewritten
+
+
+def _shown(path: str | Path, reports: Path | None = None) -> str:
+    """How a published file names the absolute `path`: relative to the clone; under '[reports]' in a reports
+    folder outside the clone (--reports elsewhere); else LOCAL and its last component."""
+    path = Path(os.path.abspath(path))
+    if path.is_relative_to(ROOT):
+        return path.relative_to(ROOT).as_posix()
+    if reports is not None and path.is_relative_to(reports):
+        return "/".join(("[reports]", *path.relative_to(reports).parts))
+    return f"{LOCAL}/{path.name}" if path.name else LOCAL
+
+
+def _windows_shown(match: re.Match) -> str:
+    name = re.split(r"[\\/]", match.group(0).rstrip("\\/"))[-1]
+    return f"{LOCAL}/{name}" if not name.endswith(":") else LOCAL
+
+
+def redactor(reports: Path | None = None, stage: Path | None = None, dest: Path | None = None,
+             data_root: Path | None = None):
+    """text -> the same text without this machine's paths, as a reader of the published files can use them:
+    `stage` (a run's staging folder) as `dest` (the folder it is published to); the data root (`data_root`, else
+    the folder $ROMAE_DATA names) as `$ROMAE_DATA` ('$ROMAE_DATA=<root>' as '$ROMAE_DATA'); a Python's
+    site-packages as '[site-packages]'; the clone's root as nothing (its paths become relative; the root alone,
+    '.'); a `reports` folder outside the clone as '[reports]'; any other absolute path (/tmp/..., /home/...,
+    C:\\...) as LOCAL and its last component. Embedded base64 data (images) is left as it is."""
+    reports = Path(os.path.abspath(reports)) if reports is not None else None
+    if data_root is None and os.environ.get(files.ENV_VAR):
+        data_root = Path(os.environ[files.ENV_VAR])
+    named = [(ROOT, ""), (data_root, "$ROMAE_DATA")]
+    if reports is not None and not reports.is_relative_to(ROOT):
+        named.append((reports, "[reports]"))
+    if stage is not None and dest is not None:
+        named.append((stage, _shown(dest, reports)))
+    prefixes = {}  # absolute folder -> what it becomes, in its written and its real form
+    for folder, shown in named:
+        if folder is not None:
+            for form in {os.path.abspath(folder), os.path.realpath(folder)}:
+                if form.rstrip(os.sep):
+                    prefixes[form.rstrip(os.sep)] = shown
+    # a file URL is its path; a Python's installed packages are the same on every machine
+    rules = [(re.compile(r"\bfile://(?=/)"), lambda m: ""), (_SITE, lambda m: "[site-packages]")]
+    for prefix in sorted(prefixes, key=len, reverse=True):  # the longest first: a staging folder before the root
+        shown = prefixes[prefix]
+        if shown == "$ROMAE_DATA":  # files.describe_root's "$ROMAE_DATA=<root>": said once
+            rules.append((re.compile(re.escape(f"${files.ENV_VAR}={prefix}") + rf"(?=/|[{_END}]|$)"),
+                          lambda m: "$ROMAE_DATA"))
+        # the folder itself (then a "/" or the end of the path), never a longer name that starts with it
+        rules.append((re.compile(_NOT_AFTER + re.escape(prefix) + rf"(?:/|(?=[{_END}]|$))"),
+                      lambda m, s=shown: (s + "/" if s else "") if m.group(0).endswith("/") else (s or ".")))
+    rules += [(_ABSOLUTE, lambda m: _shown(m.group(0))), (_WINDOWS, _windows_shown)]
+
+    def apply(text: str) -> str:
+        if "/" in text or "\\" in text:
+            for pattern, replace in rules:
+                text = pattern.sub(replace, text)
+        return text
+
+    def redact(text: str) -> str:
+        out, last = [], 0
+        for m in _DATA_URI.finditer(text):  # rewrite only between embedded images
+            out += [apply(text[last:m.start()]), m.group(0)]
+            last = m.end()
+        return "".join(out) + apply(text[last:])
+
+    return redact
+
+
+def redact_tree(obj, redact):
+    """Every string of a JSON-like tree (a notebook) through `redact`; image data (keys 'image/...') kept."""
+    if isinstance(obj, str):
+        return redact(obj)
+    if isinstance(obj, list):
+        return [redact_tree(v, redact) for v in obj]
+    if isinstance(obj, dict):
+        return {k: v if str(k).startswith("image/") else redact_tree(v, redact) for k, v in obj.items()}
+    return obj
+
+
+TEXT_SUFFIXES = (".csv", ".md", ".html", ".json", ".txt", ".tex", ".svg")
+
+
+def redact_file(path: Path, redact) -> bool:
+    """Rewrite a published text file (by suffix; an executed notebook through its JSON) through `redact`;
+    True if it changed."""
+    path = Path(path)
+    if path.suffix == ".ipynb":
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        new = redact_tree(nb, redact)
+        if new == nb:
+            return False
+        nbformat.write(nbformat.from_dict(new), path)
+        return True
+    if path.suffix not in TEXT_SUFFIXES:
+        return False
+    with open(path, encoding="utf-8", newline="") as f:  # line endings as they are (csv rows end in \r\n)
+        text = f.read()
+    new = redact(text)
+    if new != text:
+        with open(path, "w", encoding="utf-8", newline="") as f:
+            f.write(new)
+    return new != text
 
 
 def _first_line(error: BaseException) -> str:
@@ -278,23 +415,36 @@ def best_profile(reports: Path, notebook: str) -> str | None:
     return min(ok.profile, key=lambda p: report.PROFILE_RANK.get(p, 9)) if len(ok) else None
 
 
+def destination(reports: Path, notebook: str, profile: str, variant: str = "") -> Path:
+    """Where a successful run's files go: <reports>/variants/<variant>/ for a variant; <reports>/<profile>/ when
+    `reports` holds a successful run of this notebook in a better profile; else `reports`."""
+    if variant:
+        return reports / "variants" / variant
+    best = best_profile(reports, notebook)
+    rank = report.PROFILE_RANK
+    return reports / profile if best is not None and rank[best] < rank[profile] else reports
+
+
 def publish(stage: Path, reports: Path, notebook: str, profile: str, variant: str = "") -> Path:
     """Move a successful run's artefacts from `stage` into `reports` -> the folder they went to.
 
-    Result rows always join <reports>/results.csv (they carry their profile). Files (executed copy,
-    tables, figures) go to `reports`, unless it holds a successful run of this notebook in a better
-    profile: then to <reports>/<profile>/, so a lesser run never replaces a better artefact. A `variant`
-    (a run with non-default parameters) goes to <reports>/variants/<variant>/."""
-    best = best_profile(reports, notebook)
-    rank = report.PROFILE_RANK
-    if variant:
-        dest = reports / "variants" / variant
-    else:
-        dest = reports / profile if best is not None and rank[best] < rank[profile] else reports
+    Files (executed copy, tables, figures, provenance record) go to `destination`: `reports`, unless it holds a
+    successful run of this notebook in a better profile (then <reports>/<profile>/, so a lesser run never
+    replaces a better artefact). Result rows join <reports>/results.csv (they carry their profile). A `variant`
+    (a run with non-default parameters) keeps everything apart in <reports>/variants/<variant>/, its rows in
+    its own results.csv: never in the main results, the paper artefacts' status or the front page's rows.
+    Every text file is written without this machine's paths (`redactor`)."""
+    dest = destination(reports, notebook, profile, variant)
     reports.mkdir(parents=True, exist_ok=True)
+    redact = redactor(reports, stage, dest)
     if (stage / "results.csv").exists():
-        report.upsert_results(pd.read_csv(stage / "results.csv"), reports / "results.csv")
+        redact_file(stage / "results.csv", redact)
+        report.upsert_results(pd.read_csv(stage / "results.csv"), (dest if variant else reports) / "results.csv")
     for path in sorted(p for p in stage.rglob("*") if p.is_file() and p.name != "results.csv"):
+        # the executed copy is rewritten through its JSON (strip_timestamps); a provenance record names files as
+        # report.freshness finds them (relative to the clone for its own notebooks)
+        if path.suffix != ".ipynb" and path.parent.name != "provenance":
+            redact_file(path, redact)
         target = dest / path.relative_to(stage)
         target.parent.mkdir(parents=True, exist_ok=True)
         os.replace(path, target)  # same file system: atomic per file
@@ -368,8 +518,10 @@ def run_notebook(source: Path, profile: str, reports: Path, timeout: float | Non
     variant = variant_slug(source.stem, profile, overrides) if overrides else ""
     try:
         if out.exists() and status != "skipped":
-            home = reports / "variants" / variant if variant else reports
-            strip_timestamps(out, home / "executed" / source.name)
+            home = destination(reports, source.stem, profile, variant) if status == "ok" else \
+                reports / "failed" / profile
+            strip_timestamps(out, home / "executed" / source.name if status == "ok" else home / source.name,
+                             redactor(reports, stage, home))
         if status == "ok":
             where = publish(stage, reports, source.stem, profile, variant)
         elif status == "failed" and out.exists():  # the executed copy with the error, apart from the good one
@@ -409,11 +561,13 @@ def append_run(row: dict, reports: Path) -> None:
             old.to_csv(tmp, index=False)
             os.replace(tmp, path)
     new = not path.exists()
+    redact = redactor(reports)  # notes and errors name the data root or files: never as this machine's paths
     with open(path, "a", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=RUN_COLUMNS)
         if new:
             writer.writeheader()
-        writer.writerow({k: row.get(k, "") for k in RUN_COLUMNS})
+        writer.writerow({k: redact(v) if isinstance(v, str) else v for k, v in
+                         ((k, row.get(k, "")) for k in RUN_COLUMNS)})
 
 
 def latest_runs(reports: Path) -> pd.DataFrame:
@@ -432,6 +586,74 @@ def add_runs_section(reports: Path) -> None:
             "`runs.csv`; executed notebooks in `executed/`, as HTML in `index.html`).\n\n")
     path = reports / "SUMMARY.md"
     path.write_text(path.read_text() + text + report._markdown(runs))
+
+
+# ---------------------------------------------------------------- variants: runs with other parameters
+
+VARIANT_COLUMNS = ["variant", "notebook", "profile", "params", "code"]
+
+
+def variant_table(reports: Path) -> pd.DataFrame:
+    """One row per folder of <reports>/variants/: its notebook, profile and parameters (as runs.csv wrote them,
+    else as its folder name says), and `code`: 'current' when its provenance record
+    (variants/<variant>/provenance/<notebook>.json) matches the files on disk, else 'stale: <why>' (a variant
+    without a record, from before records were kept, is stale: nobody can say which code made it)."""
+    folders = sorted(p for p in (reports / "variants").glob("*") if p.is_dir()) if (reports / "variants").is_dir() else []
+    runs = all_runs(reports)
+    runs = runs[(runs.params != "") & (runs.status == "ok")]
+    slugs = {_slug([r.notebook, r.profile, *r.params.split("; ")]): r.params for r in runs.itertuples()}
+    rows = []
+    for folder in folders:
+        parts = folder.name.split("--")  # <notebook>--<profile>--<name=value>...
+        notebook, profile, params = parts[0], (parts[1:2] or [""])[0], parts[2:]
+        state, changed = report.freshness(report.provenance_of(notebook, profile, folder))
+        rows.append(dict(variant=folder.name, notebook=notebook, profile=profile,
+                         params=slugs.get(folder.name, "; ".join(params)),
+                         code=state if state == "current" else f"stale: {', '.join(changed)}"))
+    return pd.DataFrame(rows, columns=VARIANT_COLUMNS)
+
+
+def build_variants(reports: Path) -> pd.DataFrame:
+    """Each variant's own summary (<reports>/variants/<variant>/summary.csv and SUMMARY.md, from its own
+    results.csv: `report.build_summary`, headed by what the variant is), then a "Variants" section at the end of
+    the main SUMMARY.md listing them (call it right after build_summary and add_runs_section, as build_reports
+    does); -> `variant_table`."""
+    table = variant_table(reports)
+    for v in table.itertuples():
+        folder = reports / "variants" / v.variant
+        report.build_summary(folder)
+        head = (f"# Variant {v.variant}\n\nA run of notebook `{v.notebook}` in the **{v.profile}** profile with other "
+                f"parameters than its own (`{v.params}`): its numbers are not the compendium's reproduction of the "
+                f"paper and count in none of the main summary's statuses. Code: **{v.code}**. Executed notebook: "
+                f"`executed/{v.notebook}.ipynb`; page: `../../html/variants/{v.variant}.html`.\n\n")
+        path = folder / "SUMMARY.md"
+        body = path.read_text()
+        path.write_text(head + ("#" + body if body.startswith("# ") else body))  # its title, one level down
+    if len(table):
+        listed = table.assign(variant=[f"[{v}](variants/{v}/) ([summary](variants/{v}/SUMMARY.md))"
+                                       for v in table.variant])
+        text = ("\n## Variants\n\nRuns with other notebook parameters (`python -m romae.reproduce --param "
+                "name=value`), each kept apart in `variants/<variant>/` with its own executed notebook, tables, "
+                "figures, `results.csv`, provenance record and summary; none of their rows is in the tables above "
+                "or in the paper artefacts' status. `code`: current or stale, as above.\n\n")
+        path = reports / "SUMMARY.md"
+        path.write_text(path.read_text() + text + report._markdown(listed))
+    return table
+
+
+def build_reports(reports: Path) -> Path:
+    """Everything a run leaves besides its own files, from what is on disk: summary.csv and SUMMARY.md (with
+    the runs and the variants), each variant's summary, the HTML pages and index.html, none with this
+    machine's paths -> index.html."""
+    report.build_summary(reports)
+    add_runs_section(reports)
+    build_variants(reports)
+    redact = redactor(reports)
+    for path in [reports / "SUMMARY.md", reports / "summary.csv",
+                 *(reports / "variants").glob("*/SUMMARY.md"), *(reports / "variants").glob("*/summary.csv")]:
+        if path.exists():
+            redact_file(path, redact)
+    return build_index(reports)
 
 
 # ---------------------------------------------------------------- HTML
@@ -474,20 +696,20 @@ def render_notebooks(reports: Path, force: bool = False) -> list[Path]:
             if page.parent != html_dir:  # one folder down: MathJax is one level up
                 body = body.replace(MATHJAX_URL, "../" + MATHJAX_URL)
             page.parent.mkdir(parents=True, exist_ok=True)
-            page.write_text(body, encoding="utf-8")
+            page.write_text(redactor(reports)(body), encoding="utf-8")  # the executed copy is clean already
         pages.append(page)
     return pages
 
 
-def _html_table(df: pd.DataFrame, css: str) -> str:
-    """A plain HTML table; floats to 4 significant digits, a row class per `status`."""
+def _html_table(df: pd.DataFrame, css: str, key: str = "status") -> str:
+    """A plain HTML table; floats to 4 significant digits, a row class per `key` (its verdict column)."""
     def cell(v):
         return "" if v is None or (isinstance(v, float) and v != v) else (
             f"{v:.4g}" if isinstance(v, float) else str(v))
     head = "".join(f"<th>{html.escape(c)}</th>" for c in df.columns)
     rows = []
     for r in df.itertuples(index=False):
-        cls = status_class(str(getattr(r, "status", "")))
+        cls = status_class(str(getattr(r, key, "")))
         rows.append(f'<tr class="{html.escape(cls)}">' +
                     "".join(f"<td>{html.escape(cell(v))}</td>" for v in r) + "</tr>")
     return f'<table class="{css}">\n<thead><tr>{head}</tr></thead>\n<tbody>\n' + "\n".join(rows) + \
@@ -495,17 +717,10 @@ def _html_table(df: pd.DataFrame, css: str) -> str:
 
 
 def status_class(state: str) -> str:
-    """CSS class of a status (a row's, or an artefact's summary of its rows)."""
-    text = state.lower()
-    if "no quantitative check" in text:  # a figure that exists proves nothing by itself
-        return "neutral"
-    if text.startswith("skipped"):  # its data is missing here: not a failure, not a result
-        return "not-run"
-    if any(w in text for w in ("worse", "does not hold", "differs", "failed", "interrupted")):
-        return "bad"
-    if any(w in text for w in ("matches", "better", "claim holds", "within tolerance", "figure made", "ok")):
-        return "mixed" if any(w in text for w in ("not run", "not tested", "not comparable")) else "good"
-    return "not-run" if "not run" in text or "not made" in text else "neutral"
+    """CSS class of a verdict: `romae.frontpage.status_class` (grey for not tested / not comparable)."""
+    from . import frontpage
+
+    return frontpage.status_class(state)
 
 
 STYLE = """body{font-family:system-ui,sans-serif;max-width:110em;margin:2em auto;padding:0 1em}
@@ -513,11 +728,14 @@ table{border-collapse:collapse;font-size:85%;width:100%;table-layout:auto}
 td,th{border:1px solid #ccc;padding:.2em .4em;vertical-align:top;overflow-wrap:anywhere}
 td{max-width:28em}table.summary td:last-child,table.artefacts td:nth-last-child(2){min-width:18em}
 th{background:#eee;position:sticky;top:0}tr.good td{background:#e6f4e6}tr.mixed td{background:#f4f4dc}
-tr.bad td{background:#f8e0e0}tr.not-run td{color:#888}"""
+tr.bad td{background:#f8e0e0}tr.not-run td{color:#888}tr.untested td{background:#f0f0f0;color:#555}"""
 
 
 def build_index(reports: Path) -> Path:
-    """<reports>/index.html: the summary table, the latest runs and a link to every notebook page."""
+    """<reports>/index.html: the claims table, the artefacts, the summary table, the latest runs and a link to
+    every notebook page."""
+    from . import frontpage
+
     reports = Path(reports)
     pages = render_notebooks(reports)
     summary = pd.read_csv(reports / "summary.csv") if (reports / "summary.csv").exists() else \
@@ -528,11 +746,21 @@ def build_index(reports: Path) -> Path:
     last = every.drop_duplicates("notebook", keep="last").set_index("notebook").status if len(every) else {}
     items, variants = [], []
     notes = every.drop_duplicates("notebook", keep="last").set_index("notebook").note if len(every) else {}
+    for v in variant_table(reports).itertuples():  # their own folders, results and code state: never the rows above
+        folder = f"variants/{v.variant}"
+        page = reports / "html" / "variants" / f"{v.variant}.html"
+        link = f'<a href="html/variants/{html.escape(page.name)}">{html.escape(v.variant)}</a>' if page in pages \
+            else html.escape(v.variant)
+        code = f"code {v.code}"
+        rows = f', <a href="{html.escape(folder)}/results.csv">results.csv</a>' \
+            if (reports / folder / "results.csv").exists() else ", no result rows"
+        variants.append(f'<li>{link} (<a href="{html.escape(folder)}/executed/{html.escape(v.notebook)}.ipynb">ipynb</a>, '
+                        f'<a href="{html.escape(folder)}/SUMMARY.md">its summary</a>{rows}): notebook '
+                        f'{html.escape(v.notebook)}, {html.escape(v.profile)} profile, <code>{html.escape(v.params)}</code>; '
+                        + (f"<strong>{html.escape(code)}</strong>" if v.code != "current" else html.escape(code))
+                        + "</li>")
     for page in pages:
         if page.parent.name == "variants":
-            nb = f"variants/{page.stem}/executed/{page.stem.split('--')[0]}.ipynb"
-            variants.append(f'<li><a href="html/variants/{html.escape(page.name)}">{html.escape(page.stem)}</a> '
-                            f'(<a href="{html.escape(nb)}">ipynb</a>)</li>')
             continue
         state = last.get(page.stem, "ok")
         why = f": {notes.get(page.stem, '')}" if state == "skipped" and notes.get(page.stem, "") else ""
@@ -546,7 +774,9 @@ def build_index(reports: Path) -> Path:
             items.append(f"<li>{html.escape(nb)} <strong>(last run {html.escape(state)}; no complete run yet: "
                          f"{html.escape(why)})</strong></li>")
     if variants:
-        items.append("<li>runs with other parameters (<code>--param</code>):<ul>" + "".join(variants) + "</ul></li>")
+        items.append("<li>variants, runs with other parameters (<code>--param</code>), each with its own results, "
+                     "provenance and summary (none of their rows is in the tables above):<ul>"
+                     + "".join(variants) + "</ul></li>")
     body = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>RoMAE compendium: reports</title>
 <style>{STYLE}</style></head><body>
@@ -554,10 +784,14 @@ def build_index(reports: Path) -> Path:
 <p>Generated by <code>python -m romae.reproduce</code>; the same table as
 <a href="SUMMARY.md">SUMMARY.md</a> (<a href="summary.csv">summary.csv</a>).
 <em>smoke</em> rows are seconds-long CI runs, not reproductions.</p>
+<h2>The paper's claims</h2>
+{frontpage.claims_html_intro()}
+{_html_table(frontpage.claims_view(summary, reports), "claims", key="verdict")}
+<p>{html.escape(frontpage.coverage_text(frontpage.coverage(summary, reports)).replace("**", ""))}</p>
 <h2>Paper artefacts</h2>
-<p>One row per table and figure of the paper: the statuses of its rows at their best profile (green: all
-at or better than the paper, or the claim holds; red: some worse, or a claim that does not hold; grey:
-not run yet). The qualifiers in brackets come from each row's scale fields (steps, seeds, data, resolution,
+<p>One row per table and figure of the paper: the verdicts of its rows at their best profile, after the gates
+(green: every judged row at or better than the paper, or the claim holds; red: one worse, or a claim that does
+not hold; yellow: judged rows beside rows not tested; grey: not tested or not comparable, or not run yet). The qualifiers in brackets come from each row's scale fields (steps, seeds, data, resolution,
 device, positions: the <code>scale</code> column, ours / the paper's): <em>reduced</em> (not at the paper's
 scale), <em>stand-in</em> (not the paper's data), <em>other device</em> (a speed not comparable),
 <em>positions rescaled</em>. <em>code</em>: <strong>current</strong> when every file the run imported (its
@@ -576,7 +810,7 @@ since, else <strong>stale</strong>, naming the files changed.</p>
 </body></html>
 """
     path = reports / "index.html"
-    path.write_text(body, encoding="utf-8")
+    path.write_text(redactor(reports)(body), encoding="utf-8")
     return path
 
 
@@ -721,9 +955,7 @@ def _main(argv: list[str] | None) -> int:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        report.build_summary(reports)
-        add_runs_section(reports)
-        index = build_index(reports)
+        index = build_reports(reports)
     print(f"== summary: {reports / 'SUMMARY.md'}; pages: {index}", flush=True)
     if skipped:
         print(f"== SKIPPED, their data is missing: {', '.join(skipped)} (each row of {reports / 'runs.csv'} names "

@@ -1,10 +1,13 @@
 """The committed reports/: what a reader opens. Every run that is current (its notebook and the romae
 modules it imported unchanged since, `report.freshness`) has a readable page: no executed notebook page over
-1 MB (progress bars are kept out of executed copies; figures at screen resolution)."""
+1 MB (progress bars are kept out of executed copies; figures at screen resolution). Variants (runs with other
+parameters, reports/variants/) obey the same page rules whatever their freshness, and keep their rows, provenance
+and summary to themselves; the main summary and index list them with their code state."""
 
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from romae import report, reproduce
@@ -39,3 +42,46 @@ def test_pages_of_current_runs_stay_small(notebook, profile):
     assert page.stat().st_size <= LIMIT, f"{page.name} is {page.stat().st_size / 1e6:.2f} MB (limit 1 MB)"
     text = executed.read_text()  # the runner's own pattern of a tqdm bar (it/s and download bars alike)
     assert "it/s]" not in text and not reproduce._BAR.search(text), f"{executed.name} holds progress-bar output"
+
+
+# ---- variants (runs with other notebook parameters, reports/variants/<variant>/): the same rules as the
+# notebooks' own pages, whatever their freshness, and their rows kept out of the main results
+
+def variant_folders() -> list[Path]:
+    return sorted(p for p in (REPORTS / "variants").glob("*") if p.is_dir())
+
+
+def test_variant_provenance_records_are_complete():
+    for folder in variant_folders():
+        for path in sorted((folder / "provenance").glob("*.json")):
+            prov = json.loads(path.read_text())
+            assert prov["notebook"] == path.stem and folder.name.startswith(f"{path.stem}--{prov['profile']}--")
+            assert prov["modules"] and all(m.startswith("romae/") for m in prov["modules"])
+            assert list(prov["notebook_file"]) == [f"notebooks/{path.stem}.ipynb"]
+
+
+@pytest.mark.parametrize("folder", variant_folders() or [pytest.param(None, marks=pytest.mark.skip(
+    reason="no committed variant"))], ids=lambda f: getattr(f, "name", "-"))
+def test_variant_pages_stay_small_and_apart(folder):
+    notebook = folder.name.split("--")[0]
+    executed = folder / "executed" / f"{notebook}.ipynb"
+    page = REPORTS / "html" / "variants" / f"{folder.name}.html"
+    assert executed.exists() and page.exists(), f"{folder.name}: a variant without its executed copy or page"
+    assert page.stat().st_size <= LIMIT, f"{page.name} is {page.stat().st_size / 1e6:.2f} MB (limit 1 MB)"
+    text = executed.read_text()
+    assert "it/s]" not in text and not reproduce._BAR.search(text), f"{executed.name} holds progress-bar output"
+    # its rows are its own: in its results.csv, summarised in its own SUMMARY.md, none in the main results
+    assert (folder / "results.csv").exists() and (folder / "SUMMARY.md").exists()
+    mine = pd.read_csv(folder / "results.csv")
+    main = pd.read_csv(REPORTS / "results.csv")
+    key = ["experiment", "setting", "metric", "profile"]
+    both = mine[key].merge(main[key])
+    assert both.empty, f"{folder.name}: its rows are also in the main results.csv:\n{both}"
+    # the main summary and the index list it, with its code state as report.freshness reads it now
+    state, _ = report.freshness(report.provenance_of(notebook, folder.name.split("--")[1], folder))
+    section = (REPORTS / "SUMMARY.md").read_text().split("## Variants", 1)
+    assert len(section) == 2 and folder.name in section[1], "the main SUMMARY.md does not list the variant"
+    line = next(x for x in section[1].splitlines() if folder.name in x)
+    assert f"| {state}" in line, f"the variant's code state is not {state!r}: {line}"
+    index = (REPORTS / "index.html").read_text()
+    assert f"html/variants/{folder.name}.html" in index and f"code {state}" in index

@@ -90,7 +90,9 @@ def test_missing_data_is_skipped_with_its_fetch_command_and_exit_0(runs):
     assert list(rows.columns) == reproduce.RUN_COLUMNS
     first = rows[rows.params == ""].set_index("notebook")
     assert first.status.to_dict() == {"01_needs": "skipped", "02_late": "skipped", "03_ok": "ok", "04_fetch": "ok"}
-    assert "make data NAMES=uea:NoSuchSet" in first.note["01_needs"] and str(runs["data"]) in first.note["01_needs"]
+    assert "make data NAMES=uea:NoSuchSet" in first.note["01_needs"]
+    # the folder it looked in, named without this machine's path (romae.reproduce.redactor)
+    assert f"{reproduce.LOCAL}/data" in first.note["01_needs"] and str(runs["tmp"]) not in first.note["01_needs"]
     assert "make data NAMES=toy" in first.note["02_late"] and first.error["02_late"] == ""
     assert first.seconds["01_needs"] in ("0.0", "0")  # no kernel was started
     assert "SKIPPED, their data is missing: 01_needs.ipynb, 02_late.ipynb" in out
@@ -128,6 +130,26 @@ def test_params_are_converted_by_their_declared_type_and_run_as_a_variant(runs):
     rows = pd.read_csv(runs["reports"] / "runs.csv", dtype=str, keep_default_na=False)
     assert rows.params.iloc[-1] == "datasets=A,B; flag=True; n=3"
     assert (runs["reports"] / "html" / "variants" / f"{variants[0].name}.html").exists()
+
+
+def test_a_variant_keeps_its_rows_provenance_and_summary_apart(runs):
+    """A variant's result rows go into its own results.csv, never the main one; it has its own provenance
+    record and summary, and the main summary and index list it with its code state."""
+    reports = runs["reports"]
+    variant = next((reports / "variants").glob("03_ok--smoke--*"))
+    mine = pd.read_csv(variant / "results.csv")
+    assert mine.note.tolist() == ["runner test ['A', 'B'] 3 True"]
+    main = pd.read_csv(reports / "results.csv")  # the same (experiment, setting, metric, profile): not replaced
+    assert main.note.tolist() == ["runner test [] 1 False"]
+    prov = json.loads((variant / "provenance" / "03_ok.json").read_text())
+    assert prov["notebook"] == "03_ok" and prov["profile"] == "smoke" and "romae/report.py" in prov["modules"]
+    assert (reports / "provenance" / "03_ok.json").exists()  # the default run's, beside it
+    assert (variant / "summary.csv").exists() and "runner test ['A', 'B']" in (variant / "SUMMARY.md").read_text()
+    section = (reports / "SUMMARY.md").read_text().split("## Variants", 1)[1]
+    assert variant.name in section and "datasets=A,B; flag=True; n=3" in section
+    assert "runner test ['A', 'B']" not in (reports / "SUMMARY.md").read_text()
+    index = (reports / "index.html").read_text()
+    assert f"html/variants/{variant.name}.html" in index and "code current" in index
 
 
 def test_bad_params_are_usage_errors_before_anything_runs(runs):

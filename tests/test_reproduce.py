@@ -106,8 +106,11 @@ def test_executed_copy_keeps_outputs_without_timestamps(run):
     tags = [c["metadata"].get("tags", []) for c in nb["cells"]]
     assert ["injected-parameters"] in tags
     injected = "".join(nb["cells"][tags.index(["injected-parameters"])]["source"])
-    assert str(run.reports / ".staging-02_ok-") in injected and '"smoke"' in injected  # ran in a staging folder
-    assert nb["metadata"]["papermill"]["output_path"] == str(executed)
+    # it ran in a staging folder, published as the folder it went to (a reports folder outside the clone is
+    # written "[reports]": no path of this machine is published)
+    assert 'reports_dir = "[reports]"' in injected and '"smoke"' in injected
+    assert nb["metadata"]["papermill"]["output_path"] == "[reports]/executed/02_ok.ipynb"
+    assert str(run.tmp) not in executed.read_text() and ".staging-" not in executed.read_text()
     # the source notebook is untouched (never executed in place)
     src = json.loads((run.notebooks / "02_ok.ipynb").read_text())
     assert all(c.get("outputs", []) == [] for c in src["cells"]) and "papermill" not in src["metadata"]
