@@ -101,3 +101,24 @@ def test_summary_opens_with_the_claims_table(tmp_path):
 ])
 def test_row_readings(status, reading):
     assert frontpage.row_reading(status) == reading
+
+
+def test_index_opens_with_the_claims_coloured_by_verdict(tmp_path):
+    """index.html shows the claims table before the artefacts, each line's colour from its verdict (green for
+    confirmed, grey for not tested / not comparable), and the rows' colours from their gated verdicts."""
+    from romae import reproduce
+
+    tiny(tmp_path)  # judged: within tolerance -> claim 2 confirmed
+    for name, v in (("absolute", 1.0), ("quantized", 0.98), ("continuous", 0.98)):
+        record("table9_compute", name, "relative_speed", v, profile="quick", reports_dir=tmp_path,
+               scale=scale(device=("cpu", "NVIDIA GTX 1650 Ti")))
+    page = reproduce.build_reports(tmp_path).read_text()
+    assert page.index("<h2>The paper's claims</h2>") < page.index("<h2>Paper artefacts</h2>")
+    claims = page.split('<table class="claims">')[1].split("</table>")[0]
+    assert claims.count("<tr class=") == 11
+    assert '<tr class="good"><td>2. [CLS] breaks relative position</td><td>confirmed</td>' in claims
+    assert '<tr class="untested"><td>L1. Limitation: continuous RoPE costs compute</td><td>not comparable</td>' in claims
+    rows = page.split('<table class="summary">')[1].split("</table>")[0]
+    speed = next(r for r in rows.split("<tr ")[1:] if "<td>continuous</td>" in r)
+    assert speed.startswith('class="untested"')  # measured on another device: grey, whatever the bare comparison
+    assert "Coverage." in page.split("<h2>Paper artefacts</h2>")[0]
