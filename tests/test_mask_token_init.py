@@ -134,7 +134,7 @@ def test_rows_carry_the_scale_of_their_piece():
 
     sy = M.piece_scale("quick", "Synthetic")
     assert sy["positions"] == ["t x 50", "t"] and sy["seeds"] == [2, 5] and sy["epochs"] == [10, 50]
-    assert qualifiers(sy, "quick") == ["positions rescaled", "reduced"]
+    assert qualifiers(sy, "quick") == ["fewer seeds", "positions rescaled", "reduced"]
     sp = M.piece_scale("quick", "Spiral")
     assert sp["epochs"] == [400, 500] and sp["positions"] == ["t", "t"]
     ctl = M.piece_scale("quick", "raw-t control")
@@ -155,7 +155,11 @@ def test_difference_pairs_the_committed_seeds():
     assert zeros == {0: {key: lo}, 1: {key: hi}}
     d = M.difference_table(runs, zeros, {key: 0.30})
     assert d.n.tolist() == [2] and d["diff"].iloc[0] == pytest.approx(0.25 - 0.30)
-    assert d.verdict.iloc[0] == "resolved: normal < zeros"  # per seed -0.046 and -0.054: 2 se = 0.008 < 0.05
+    # per seed -0.046 and -0.054: beyond 2 standard errors (0.008), but inside the 95 % t interval at 2 seeds
+    # (+-12.7 se = +-0.051): not resolved
+    assert d.verdict.iloc[0] == "not resolved at this scale"
+    runs["normal"]["per_seed"] = {0: {key: lo - 0.0500}, 1: {key: hi - 0.0502}}  # -0.0500 and -0.0502: resolved
+    assert M.difference_table(runs, zeros, {key: 0.30}).verdict.iloc[0] == "resolved: normal < zeros"
     runs["normal"]["per_seed"] = {0: {key: 0.20}, 1: {key: 0.36}}  # per seed -0.086 and +0.046: not resolved
     assert M.difference_table(runs, zeros, {key: 0.30}).verdict.iloc[0] == "not resolved at this scale"
     one = M.difference_table({"normal": dict(metrics={("Spiral", "rmse_clean"): 0.1}, per_seed={})}, {},

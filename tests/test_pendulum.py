@@ -52,7 +52,7 @@ def test_smoke_run_reports_both_metric_conventions(tmp_path, monkeypatch):
     for r in results.itertuples():
         fields = json.loads(r.scale)
         assert fields["seeds"] == [1, 20] and fields["epochs"] == [1, 50] and fields["data"] == [32, 2000]
-        assert report.qualifiers(r.scale, "quick") == ["reduced"]
+        assert report.qualifiers(r.scale, "quick") == ["fewer seeds", "reduced"]
         assert json.loads(r.learned)["predictor"] == PE.TRIVIAL
     table = pd.read_csv(reports / "tables" / "table5_pendulum.csv")
     assert {"S5", "RoMAE (paper)", "RoMAE (ours)"} <= set(table.model)
@@ -67,7 +67,7 @@ def test_smoke_run_reports_both_metric_conventions(tmp_path, monkeypatch):
     pd.testing.assert_frame_equal(res["per_seed"], again["per_seed"])
     assert len(list(cache.glob("pendulum_model-*.pt"))) == 2  # ours and the authors' configuration
     for plot in (PE.plot_predictions, PE.plot_learning_curves, PE.plot_comparison):
-        assert "(smoke profile, reduced)" in titles(plot(res))
+        assert "(smoke profile, fewer seeds, reduced)" in titles(plot(res))
 
 
 def _fake(per_element: float, logged: float, flags: str = "", authors: bool = True, trivial: float = 400.0) -> dict:

@@ -121,7 +121,7 @@ def test_runs_unchanged_on_an_unseen_unequal_length_dataset(tmp_path):
     assert diffs.verdict.str.contains("1 seed").all()  # one seed cannot resolve anything
     for plot in (lambda r: U.plot_accuracy(r), lambda r: U.plot_learning_curves(r, "Toy")):
         fig = plot(res)
-        assert any("(smoke profile, reduced)" in a.get_title() for a in fig.axes)
+        assert any("(smoke profile, fewer seeds, reduced)" in a.get_title() for a in fig.axes)  # 1 of 3 seeds
 
 
 def test_each_seed_has_its_own_colour_in_the_figures():
