@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from .reference import artefacts
-from .report import PROFILE_RANK, ROOT, _markdown, freshness, provenance_of, reports_path
+from .reference import _peer_rows, artefacts, paper_values
+from .report import (PROFILE_RANK, ROOT, _markdown, _parse, derived_rows, freshness, paper_scale, provenance_of,
+                     qualifiers, reports_path)
 
 ARTEFACT_COLUMNS = ["artefact", "paper", "notebook", "status", "profile", "code", "what"]
 
@@ -104,7 +105,10 @@ def summary_markdown(summary: pd.DataFrame, reports_dir=None) -> str:
 
 CLAIMS = Path(__file__).resolve().parent / "reference" / "claims.csv"
 CLAIM_COLUMNS = ["claim", "verdict", "evidence", "scale", "device", "code", "to test it"]
-VERDICTS = ("confirmed", "contradicted", "not tested at this scale", "not comparable")
+# the words of a row's verdict (`romae.report.row_status`) that say how it reads, for a claim and for the pages
+SUPPORTS = ("matches", "within tolerance", "better than", "claim holds")
+AGAINST = ("worse than", "does not hold", "differs")
+UNTESTED = ("not tested", "not comparable", "not run", "no paper value", "not resolved", "training flagged")
 
 
 def claims() -> list[dict]:
@@ -129,11 +133,11 @@ def row_reading(status: str) -> str:
     s = str(status or "").lower()
     if s.startswith("not comparable") and "other device" in s:
         return "device"
-    if s.startswith(("not tested", "not comparable", "not run", "no paper value", "not resolved", "training flagged")):
+    if s.startswith(UNTESTED):
         return "untested"
-    if any(w in s for w in ("worse than", "does not hold", "differs")):
+    if any(w in s for w in AGAINST):
         return "against"
-    if any(w in s for w in ("matches", "within tolerance", "better than", "claim holds")):
+    if any(w in s for w in SUPPORTS):
         return "supports"
     return "untested"
 
@@ -147,7 +151,6 @@ def evidence_rows(summary: pd.DataFrame, evidence) -> pd.DataFrame:
     hit = [any(r.experiment == e and fnmatchcase(str(r.setting), s) and r.metric == m for e, s, m in evidence)
            and isinstance(r.reference, str) and r.reference.strip() != "" for r in summary.itertuples()]
     rows = summary[hit] if len(summary) else summary
-    rows = rows[rows.status.astype(str).str.strip() != ""] if len(rows) else rows
     if rows.empty:
         return rows
     rank = rows.profile.map(PROFILE_RANK).fillna(9)
@@ -170,8 +173,6 @@ def claim_verdict(readings: list[str]) -> str:
 def _fraction(scale_cell) -> str:
     """'5 % of the paper's steps' from a row's scale: the smallest of ours / the paper's over its numeric
     training fields (steps, epochs, data), '' when none is smaller."""
-    from .report import _parse
-
     fields = _parse(scale_cell) if isinstance(scale_cell, str) else None
     best = None
     for k in ("steps", "epochs", "data"):
@@ -185,8 +186,6 @@ def _fraction(scale_cell) -> str:
 def _scale_of(rows: pd.DataFrame, results: pd.DataFrame) -> str:
     """The scale a claim's rows were run at, from their scale facts: 'paper scale', 'paper scale, fewer seeds
     (1 / 5)', or the smallest fraction and the qualifiers of a reduced run."""
-    from .report import qualifiers
-
     if rows.empty or rows.profile.isna().all():
         return "not run"
     out = []
@@ -206,8 +205,6 @@ def _scale_of(rows: pd.DataFrame, results: pd.DataFrame) -> str:
 
 
 def _pair(scale_cell, field: str) -> str:
-    from .report import _parse
-
     ours, paper = (_parse(scale_cell) or {}).get(field, ("?", "?"))
     return f"{ours} / {paper}"
 
@@ -229,18 +226,17 @@ def planned_hours(readme: Path | None = None) -> dict[str, tuple[str, str]]:
     return out
 
 
-def _to_test(claim: dict, verdict: str, rows: pd.DataFrame) -> str:
+def _to_test(claim: dict, verdict: str, rows: pd.DataFrame, hours: dict) -> str:
     """What it would take to test the claim at the paper's scale: the paper profile of its notebooks, with the
-    plan's hours on one H100 where the plan has them."""
+    plan's hours on one H100 where the plan has them (`hours`: `planned_hours`)."""
     if verdict in ("confirmed", "contradicted") and not rows.empty and (rows.profile == "paper").all():
         return ""
-    hours = planned_hours()
+    if claim["claim"] == "L1":
+        return "`make bench` on a GPU of the paper's class (Table 9: an NVIDIA GTX 1650 Ti)"
     parts = []
     for nb in claim["notebooks"]:
         h = hours.get(nb)
         parts.append(f"{nb}: {h[0]} h FP32 / {h[1]} h BF16" if h else nb)
-    if claim["claim"] == "L1":
-        return "`make bench` on a GPU of the paper's class (Table 9: an NVIDIA GTX 1650 Ti)"
     return ("`make reproduce PROFILE=paper ONLY=" + ",".join(claim["notebooks"]) + "`" +
             (f" (plan, one H100: {'; '.join(parts)})" if hours else ""))
 
@@ -249,13 +245,10 @@ def claims_view(summary: pd.DataFrame, reports_dir=None) -> pd.DataFrame:
     """The claims table: one row per claim (`claims`), its verdict derived by `claim_verdict` from the verdicts of
     its evidence rows in the summary (`row_reading`), those rows, the scale and device they were run at, whether
     their code is current, and what it would take to test it at the paper's scale."""
-    from .report import derived_rows
-
     folder = reports_path(reports_dir)
-    results = pd.read_csv(folder / "results.csv") if (folder / "results.csv").exists() else pd.DataFrame(
-        columns=["experiment", "setting", "metric", "profile", "scale"])
-    if len(results):
-        results = pd.concat([results, derived_rows(results)], ignore_index=True)
+    results = _results(folder)
+    names = {e: a["paper_ref"] for a in artefacts() for e in a["experiments"]}
+    hours = planned_hours()
     out = []
     for c in claims():
         rows = evidence_rows(summary, c["evidence"])
@@ -265,7 +258,6 @@ def claims_view(summary: pd.DataFrame, reports_dir=None) -> pd.DataFrame:
         if any(judged):  # the judged rows first; the scale is theirs
             rows = pd.concat([rows[judged], rows[[not j for j in judged]]])
         n = sum(judged)
-        names = {e: a["paper_ref"] for a in artefacts() for e in a["experiments"]}
         evidence = (f"{n} of {len(rows)} rows judged: " + "; ".join(
             f"{names.get(r.experiment, r.experiment)} {r.setting}: {r.status}" for r in rows.itertuples())
             if len(rows) else "no row")
@@ -276,20 +268,24 @@ def claims_view(summary: pd.DataFrame, reports_dir=None) -> pd.DataFrame:
         code = _code_state(c["notebooks"], profile, folder) if profile else ""
         out.append({"claim": f"{c['claim']}. {c['title']}", "verdict": verdict, "evidence": evidence,
                     "scale": _scale_of(scale_rows, results), "device": ", ".join(devices),
-                    "code": code.split(":")[0] if code else "", "to test it": _to_test(c, verdict, rows)})
+                    "code": code.split(":")[0] if code else "", "to test it": _to_test(c, verdict, rows, hours)})
     return pd.DataFrame(out, columns=CLAIM_COLUMNS)
+
+
+def _results(folder: Path) -> pd.DataFrame:
+    """The recorded rows of `folder`'s results.csv with the checks derived from them (`report.derived_rows`):
+    the raw scale facts behind the summary's rows."""
+    if not (folder / "results.csv").exists():
+        return pd.DataFrame(columns=["experiment", "setting", "metric", "profile", "scale"])
+    results = pd.read_csv(folder / "results.csv")
+    return pd.concat([results, derived_rows(results)], ignore_index=True) if len(results) else results
 
 
 def coverage(summary: pd.DataFrame, reports_dir=None) -> dict:
     """How much of the paper's result tables (1-7 and 9) our rows cover: RoMAE's own numeric cells (the paper's
     values in `paper_values.csv`), those with a row of ours, those from a run at the paper's own scale (and with
     fewer seeds allowed); the comparators' published cells (`peer_values.csv`), quoted, never re-run."""
-    from .reference import _peer_rows, paper_values
-    from .report import paper_scale
-
-    folder = reports_path(reports_dir)
-    results = pd.read_csv(folder / "results.csv") if (folder / "results.csv").exists() else pd.DataFrame(
-        columns=["experiment", "setting", "metric", "profile", "scale"])
+    results = _results(reports_path(reports_dir))
     tables = ("table1_", "table2_", "table3_", "table4_", "table5_", "table6_", "table7_", "table9_")
     cells = [p for p in paper_values() if p["experiment"].startswith(tables) and p["reference"] == "paper"]
     peers = [p for p in _peer_rows() if p["experiment"].startswith(tables) and "RoMAE" not in p["model"]]
@@ -322,12 +318,10 @@ def status_class(state: str) -> str:
         return "neutral"
     if text.startswith("skipped"):  # its data is missing here: not a failure, not a result
         return "not-run"
-    if text.startswith("contradicted") or any(
-            w in text for w in ("worse than", "does not hold", "differs", "failed", "interrupted")):
+    if text.startswith("contradicted") or any(w in text for w in (*AGAINST, "failed", "interrupted")):
         return "bad"
-    untested = any(w in text for w in ("not tested", "not comparable", "not run", "no paper value", "not resolved"))
-    if text.startswith("confirmed") or any(w in text for w in ("matches", "better than", "claim holds",
-                                                                 "within tolerance")) or text == "ok":
+    untested = any(w in text for w in UNTESTED)
+    if text.startswith("confirmed") or any(w in text for w in SUPPORTS) or text == "ok":
         return "mixed" if untested else "good"
     if untested:
         return "untested" if not text.startswith("not run") else "not-run"

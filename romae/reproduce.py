@@ -68,7 +68,7 @@ from pathlib import Path
 import nbformat
 import pandas as pd
 
-from . import report, runtime
+from . import frontpage, report, runtime
 from .config import PROFILES, as_list, check_profile
 from .data import catalog, files
 
@@ -716,11 +716,7 @@ def _html_table(df: pd.DataFrame, css: str, key: str = "status") -> str:
         "\n</tbody>\n</table>"
 
 
-def status_class(state: str) -> str:
-    """CSS class of a verdict: `romae.frontpage.status_class` (grey for not tested / not comparable)."""
-    from . import frontpage
-
-    return frontpage.status_class(state)
+status_class = frontpage.status_class  # CSS class of a verdict (grey for not tested / not comparable)
 
 
 STYLE = """body{font-family:system-ui,sans-serif;max-width:110em;margin:2em auto;padding:0 1em}
@@ -734,8 +730,6 @@ tr.bad td{background:#f8e0e0}tr.not-run td{color:#888}tr.untested td{background:
 def build_index(reports: Path) -> Path:
     """<reports>/index.html: the claims table, the artefacts, the summary table, the latest runs and a link to
     every notebook page."""
-    from . import frontpage
-
     reports = Path(reports)
     pages = render_notebooks(reports)
     summary = pd.read_csv(reports / "summary.csv") if (reports / "summary.csv").exists() else \
