@@ -283,7 +283,22 @@ _END = r"\s\"'<>`|:,;()\[\]{}&\\"  # characters that end a path in prose, markup
 _TOP = ("tmp", "var", "home", "root", "usr", "opt", "mnt", "media", "srv", "work", "workspace", "scratch", "data",
         "private", "Users", "Volumes", "content", "kaggle", "gpfs", "lustre", "nfs", "run", "etc", "proc", "sys")
 _NOT_AFTER = r"(?<![\w.~/:+\\-])"  # a path starts here: not inside a word, a URL, a relative path or base64
-_ABSOLUTE = re.compile(_NOT_AFTER + "/(?:" + "|".join(_TOP) + rf")/[^{_END}]*")
+
+
+def _absolute(*folders) -> re.Pattern:
+    """An absolute path under one of the usual top-level folders or under the top-level folder of one of
+    `folders` (this clone, the home, the temporary folder, the data root: a machine may keep them under a top
+    folder of its own, such as /check or /build)."""
+    tops = set(_TOP)
+    for folder in folders:
+        if folder is not None:
+            for form in {os.path.abspath(folder), os.path.realpath(folder)}:
+                parts = Path(form).parts
+                if len(parts) > 1 and parts[0] == "/":
+                    tops.add(parts[1])
+    return re.compile(_NOT_AFTER + "/(?:" + "|".join(map(re.escape, sorted(tops))) + rf")/[^{_END}]*")
+
+
 _WINDOWS = re.compile(r"(?<![^\s\"'(=>])[A-Za-z]:\\[^\s\"'<>`|:,;()\[\]{}&]*")  # C:\Users\...
 _SITE = re.compile(_NOT_AFTER + rf"/[^{_END}]*?/(?:site|dist)-packages(?=/)")  # a Python's installed packages
 _DATA_URI = re.compile(r"data:[\w/+.-]+;base64,[A-Za-z0-9+/=]+")  # embedded images: never rewritten
@@ -337,7 +352,12 @@ def redactor(reports: Path | None = None, stage: Path | None = None, dest: Path 
         # the folder itself (then a "/" or the end of the path), never a longer name that starts with it
         rules.append((re.compile(_NOT_AFTER + re.escape(prefix) + rf"(?:/|(?=[{_END}]|$))"),
                       lambda m, s=shown: (s + "/" if s else "") if m.group(0).endswith("/") else (s or ".")))
-    rules += [(_ABSOLUTE, lambda m: _shown(m.group(0))), (_WINDOWS, _windows_shown)]
+    try:
+        here = [Path.home(), Path.cwd()]
+    except (RuntimeError, OSError):  # no home folder, or the working folder was deleted
+        here = []
+    absolute = _absolute(ROOT, tempfile.gettempdir(), data_root, reports, *here)
+    rules += [(absolute, lambda m: _shown(m.group(0))), (_WINDOWS, _windows_shown)]
 
     def apply(text: str) -> str:
         if "/" in text or "\\" in text:

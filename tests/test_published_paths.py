@@ -149,3 +149,14 @@ def test_tqdm_widget_warning_is_dropped_with_the_bars():
     outs = [dict(output_type="stream", name="stderr", text=warning),
             dict(output_type="stream", name="stderr", text=warning + "UserWarning: kept\n")]
     assert [o["text"] for o in reproduce.drop_progress_bars(outs)] == ["UserWarning: kept\n"]
+
+
+def test_redactor_knows_the_top_folder_of_a_clone_kept_outside_the_usual_ones(monkeypatch):
+    # CI checks a clone out under /check/...: a sibling folder of the clone is a machine path too
+    monkeypatch.setattr(reproduce, "ROOT", Path("/check/work/main"))
+    monkeypatch.delenv("ROMAE_DATA", raising=False)
+    redact = reproduce.redactor()
+    assert redact("cwd=/check/work/main and /check/work/main2/x") == f"cwd=. and {reproduce.LOCAL}/x"
+    assert redact("/check/work/main/romae/train.py:3") == "romae/train.py:3"
+    # a folder under a top folder nobody named is left alone (it may be a unit or a ratio)
+    assert redact("km/s and /elsewhere/x") == "km/s and /elsewhere/x"
