@@ -10,7 +10,9 @@
 #                    DATASETS=JapaneseVowels,Epilepsy for notebook 12, PARAMS="name=value ...", DOWNLOAD=1 to
 #                    fetch the data the selected notebooks need first; DEVICE=cpu|cuda; MAX_STEPS=2: a dry run
 #                    into reports/dry-run/; PRECISION=tf32|bf16: a named deviation; GPU_MEMORY=80: GB to plan for)
-#                    PROFILE=paper stops before training when torch sees no accelerator, unless DEVICE=cpu
+#                    PROFILE=paper stops before training when torch sees no accelerator, unless DEVICE=cpu;
+#                    it exits 3 ("paper profile incomplete") when a notebook was skipped for missing data,
+#                    unless ALLOW_SKIPS=1
 #   make data        download the public datasets the notebooks use (all of them; NAMES=physionet2012,uea:Epilepsy
 #                    for some; MIRROR=<url> fetches from a mirror laid out as <url>/<host>/<path>;
 #                    `.venv/bin/python -m romae.data status` lists what is here)
@@ -33,6 +35,7 @@ DEVICE ?=
 MAX_STEPS ?=
 PRECISION ?=
 GPU_MEMORY ?=
+ALLOW_SKIPS ?=
 # a CUDA build of torch for `make venv` (e.g. https://download.pytorch.org/whl/cu128); empty: pip's default
 TORCH_INDEX ?=
 # nbval runs every cell of every notebook in its default profile (smoke), serially (2 cores); no
@@ -73,7 +76,8 @@ reproduce: venv
 		$(if $(DATASETS),--param datasets=$(DATASETS)) $(foreach p,$(PARAMS),--param $(p)) \
 		$(if $(filter 1 yes true,$(DOWNLOAD)),--download) $(if $(MIRROR),--mirror $(MIRROR)) \
 		$(if $(DEVICE),--device $(DEVICE)) $(if $(MAX_STEPS),--max-steps $(MAX_STEPS)) \
-		$(if $(PRECISION),--precision $(PRECISION)) $(if $(GPU_MEMORY),--gpu-memory $(GPU_MEMORY))
+		$(if $(PRECISION),--precision $(PRECISION)) $(if $(GPU_MEMORY),--gpu-memory $(GPU_MEMORY)) \
+		$(if $(filter 1 yes true,$(ALLOW_SKIPS)),--allow-skips)
 
 # what the paper profile costs on one 80 GB H100 (steps, FLOPs, memory, micro-batches, hours in FP32 / TF32 /
 # BF16); also rewrites the README's table (tests/test_plan.py checks that it is current)

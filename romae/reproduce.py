@@ -34,7 +34,9 @@ Reports are precious, so a run never damages what is there:
 Each run appends a row to <reports>/runs.csv (notebook, profile, device, seconds, commit — with
 "+dirty" when romae/ or notebooks/ had uncommitted changes —, status ok | failed | interrupted | skipped,
 error, params, note: what data it lacked and how to fetch it). A failing notebook does not stop the
-others; the exit code is non-zero if any failed (a skipped one is not a failure). Then:
+others; the exit code is non-zero if any failed (a skipped one is not a failure, except in the paper
+profile: a paper run that skipped a notebook is incomplete, says so in its last lines and in SUMMARY.md, and
+exits 3 unless --allow-skips). Then:
 
     <reports>/summary.csv, SUMMARY.md   romae.report.build_summary + a "Runs" section (latest per
                                         notebook and profile) + a "Variants" section
@@ -604,8 +606,20 @@ def add_runs_section(reports: Path) -> None:
     runs["status"] = runs.status.map(lambda s: f"**{s.upper()}**" if s not in ("ok", "skipped") else s)
     text = ("\n## Runs\n\nLatest run of each notebook per profile (`python -m romae.reproduce`; full log in "
             "`runs.csv`; executed notebooks in `executed/`, as HTML in `index.html`).\n\n")
+    skipped = paper_skipped(runs)
+    if skipped:
+        text += (f"**Paper profile incomplete: {incomplete_text(skipped)}** in their latest paper-profile run; the "
+                 "paper's tables they make were not regenerated at the paper's scale (their rows above come from "
+                 "other profiles, if any).\n\n")
     path = reports / "SUMMARY.md"
     path.write_text(path.read_text() + text + report._markdown(runs))
+
+
+def paper_skipped(runs: pd.DataFrame) -> list[str]:
+    """The notebooks whose latest paper-profile run (the notebook's own parameters) was skipped for missing
+    data, from `latest_runs`."""
+    rows = runs[(runs.profile == "paper") & (runs.params.fillna("") == "")]
+    return sorted(rows.notebook[rows.status.str.strip("*").str.lower() == "skipped"])
 
 
 # ---------------------------------------------------------------- variants: runs with other parameters
@@ -894,6 +908,9 @@ def _main(argv: list[str] | None) -> int:
                         help="tf32 | bf16: a named deviation from the profile's FP32, said in every row")
     parser.add_argument("--gpu-memory", type=float, default=None, metavar="GB",
                         help="memory per device the plan fits micro-batches into (default: the device's own)")
+    parser.add_argument("--allow-skips", action="store_true",
+                        help="the paper profile exits 0 even when a notebook was skipped for missing data (by "
+                             "default such a run is incomplete and exits 3)")
     args = parser.parse_args(argv)
     _INTERRUPTED.clear()
     try:
@@ -975,6 +992,12 @@ def _main(argv: list[str] | None) -> int:
         print(f"== SKIPPED, their data is missing: {', '.join(skipped)} (each row of {reports / 'runs.csv'} names "
               f"the command that fetches it; `make reproduce DOWNLOAD=1` fetches what the selected notebooks need)",
               flush=True)
+    incomplete = profile == "paper" and bool(skipped)
+    if incomplete:
+        print(f"== PAPER PROFILE INCOMPLETE: {incomplete_text(skipped)}; the paper's tables these notebooks make "
+              "were not regenerated" + (" (a dry run: exit 0)" if rt.dry_run else
+                                        " (--allow-skips / ALLOW_SKIPS=1: exit 0)" if args.allow_skips else ""),
+              flush=True)
     if interrupted:
         print("== INTERRUPTED: the reports show the last complete runs", flush=True)
         return 130
@@ -982,7 +1005,18 @@ def _main(argv: list[str] | None) -> int:
         print(f"== FAILED: {', '.join(failed)} (executed copies with the error are in {reports / 'failed' / profile};"
               " the last good artefacts are unchanged)", flush=True)
         return 1
+    if incomplete and not (rt.dry_run or args.allow_skips):
+        return INCOMPLETE
     return 0
+
+
+INCOMPLETE = 3  # the exit code of a paper run that skipped a notebook for missing data
+
+
+def incomplete_text(skipped: list[str]) -> str:
+    """'notebooks 10, 11, 13 skipped (data missing)' from their file names or stems."""
+    numbers = [Path(n).stem.split("_")[0] for n in skipped]
+    return f"notebook{'s' if len(numbers) > 1 else ''} {', '.join(numbers)} skipped (data missing)"
 
 
 if __name__ == "__main__":

@@ -98,6 +98,30 @@ def test_missing_data_is_skipped_with_its_fetch_command_and_exit_0(runs):
     assert "SKIPPED, their data is missing: 01_needs.ipynb, 02_late.ipynb" in out
 
 
+def test_a_paper_run_that_skipped_a_notebook_is_incomplete_and_exits_3_unless_allowed(runs):
+    reports = runs["tmp"] / "paper-reports"
+
+    def paper(*args):
+        return subprocess.run([sys.executable, "-m", "romae.reproduce", "--profile", "paper", "--device", "cpu",
+                               "--notebooks", str(runs["tmp"] / "notebooks"), "--reports", str(reports),
+                               "--only", "01", *args], capture_output=True, text=True, timeout=600)
+
+    strict, allowed = paper(), paper("--allow-skips")
+    assert strict.returncode == reproduce.INCOMPLETE == 3, strict.stdout + strict.stderr
+    assert "PAPER PROFILE INCOMPLETE: notebook 01 skipped (data missing)" in strict.stdout
+    assert allowed.returncode == 0, allowed.stdout + allowed.stderr
+    assert "PAPER PROFILE INCOMPLETE" in allowed.stdout and "ALLOW_SKIPS=1: exit 0" in allowed.stdout
+    summary = (reports / "SUMMARY.md").read_text()
+    assert "**Paper profile incomplete: notebook 01 skipped (data missing)**" in summary
+    # a later paper run that is not skipped makes it complete again; quick-profile skips never count
+    runs_ = reproduce.latest_runs(reports)
+    assert reproduce.paper_skipped(runs_) == ["01_needs"]
+    reproduce.append_run(dict(notebook="01_needs", profile="paper", status="ok"), reports)
+    reproduce.append_run(dict(notebook="02_late", profile="quick", status="skipped"), reports)
+    assert reproduce.paper_skipped(reproduce.latest_runs(reports)) == []
+    assert reproduce.incomplete_text(["10_tiny_imagenet.ipynb", "11_esc50"]) == "notebooks 10, 11 skipped (data missing)"
+
+
 def test_download_fetches_what_the_selected_notebooks_need_first(runs):
     out = runs["download"].stdout + runs["download"].stderr
     assert runs["download"].returncode == 0, out
