@@ -1,5 +1,5 @@
-"""Benchmarks: model sizes (Table 8), the relative speed of positional encodings (Table 9) and the
-roofline of a training step.
+"""Benchmarks: model sizes (Table 8), the relative speed of positional encodings (Table 9), the
+roofline of a training step and the host's batches from a token store (`feed`).
 
     python -m romae.bench sizes [--json]
     python -m romae.bench table9 [--batch 8] [--rounds 3] [--steps 5] [--device cpu|cuda] [--json]
@@ -8,6 +8,7 @@ roofline of a training step.
     python -m romae.bench plan --profile paper [--device h100|a100|cpu|this] [--gpus N] [--gpu-memory GB]
                                [--precision fp32|tf32|bf16|all] [--only 12,13] [--out plan.json] [--markdown]
                                [--readme README.md]     (see romae.plan)
+    python -m romae.bench feed [--objects 20000] [--batch 4096,16384] [--epochs 3] [--json]
 
 Speed is measured here, never asserted in tests. Table 9 reproduces the workload of App. B.2:
 RoMAE-small encoder, tiny-shallow decoder, 224x224 RGB images cut into 16x16 patches (196 tokens of
@@ -414,6 +415,85 @@ def roofline(workload: str = "table9", batch: int | None = None, steps: int = 10
     return out
 
 
+# ----------------------------------------------------------------------------- feeding
+
+def feed_table(n: int, seed: int = 0):
+    """`n` random light curves of ELAsTiCC's shape, drawn as `romae.data.elasticc.generate` draws them but
+    vectorised (seconds for 20,000): every third has 80 points per band (over ATAT's cap of 65 per band),
+    the others 10-200 in random bands; PHOTFLAG marks detections and each one's brightest point as the
+    trigger (so `alert_mask` has work to do). A long table as `romae.store.write_shard` takes it."""
+    import numpy as np
+    import pandas as pd
+
+    from .data.elasticc import BANDS, DETECTED, TRIGGER
+
+    rng = np.random.default_rng(seed)
+    k = np.where(np.arange(n) % 3 == 0, 80 * len(BANDS), rng.integers(10, 201, n))
+    oid = np.repeat(np.arange(n), k)
+    t = rng.uniform(0.0, 1095.0, len(oid))
+    t = t[np.lexsort((t, oid))]  # sorted within each light curve
+    err = rng.lognormal(1.0, 0.3, len(oid))
+    flux = 50.0 * np.sin(2 * np.pi * t / (5.0 + 10.0 * (oid % 20))) + err * rng.standard_normal(len(oid))
+    flag = np.where(np.abs(flux) / err > 5, DETECTED, 0)
+    flag[np.lexsort((flux, oid))[np.cumsum(k) - 1]] = TRIGGER  # the brightest point of each
+    band = np.asarray(BANDS)[rng.integers(0, len(BANDS), len(oid))]
+    return pd.DataFrame(dict(object_id=oid, mjd=60000.0 + t, band=band, flux=flux.astype(np.float32),
+                             flux_err=err.astype(np.float32), photflag=flag.astype(np.int32)))
+
+
+def feed(objects: int = 20000, batches: tuple[int, ...] = (4096, 16384), epochs: int = 3, shards: int = 2,
+         seed: int = 0, progress: bool = True) -> dict:
+    """Seconds per `romae.store.TokenStore.batch` (the host's share of a training step on a store) on
+    `objects` random ELAsTiCC-shaped light curves (`feed_table`) in `shards` shards, as the ELAsTiCC
+    recipe views them: thinned to 65 points per band, with and without ATAT's alert mask. Each batch size
+    runs `epochs` epochs of whole random batches on a fresh view: the first epoch apart (what a view
+    computes once, e.g. a cached `keep`), the median of the later ones; wall and CPU seconds (this process's:
+    on a machine shared with other work, the steadier of the two)."""
+    import statistics
+    import tempfile
+
+    import numpy as np
+
+    from . import store
+    from .data.elasticc import BANDS, MAX_PER_BAND, alert_mask
+
+    views = {"thinned": dict(max_per_variable=MAX_PER_BAND),
+             "thinned+alert": dict(max_per_variable=MAX_PER_BAND, keep=alert_mask)}
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="romae-feed-") as tmp:
+        obs = feed_table(objects, seed)
+        cut = np.searchsorted(obs.object_id.to_numpy(), np.linspace(0, objects, shards + 1)[1:-1].astype(int))
+        for i, part in enumerate(np.split(np.arange(len(obs)), cut)):
+            store.write_shard(tmp, f"part-{i}", obs.iloc[part], id="object_id", time="mjd", variable="band",
+                              value=["flux", "flux_err"], flag="photflag", variables=list(BANDS))
+        rng = np.random.default_rng(seed)
+        for name, opts in views.items():
+            for b in batches:
+                data = store.TokenStore(tmp, **opts)
+                wall, cpu = [], []  # per epoch: (wall, CPU) seconds of each batch
+                for _ in range(epochs):
+                    perm = torch.as_tensor(rng.permutation(len(data)))
+                    wall.append([])
+                    cpu.append([])
+                    for j in range(max(1, len(data) // b)):
+                        t0, c0 = time.perf_counter(), time.process_time()
+                        data.batch(perm[j * b:(j + 1) * b])
+                        wall[-1].append(time.perf_counter() - t0)
+                        cpu[-1].append(time.process_time() - c0)
+                later = slice(1 if epochs > 1 else 0, None)
+                row = dict(view=name, batch=min(b, len(data)), batches_per_epoch=len(wall[0]),
+                           first_epoch_seconds=statistics.median(wall[0]),
+                           first_epoch_cpu_seconds=statistics.median(cpu[0]),
+                           seconds=statistics.median([t for e in wall[later] for t in e]),
+                           cpu_seconds=statistics.median([t for e in cpu[later] for t in e]))
+                rows.append(row)
+                if progress:
+                    print(f"{name} batch {row['batch']}: {row['seconds']:.3f} s ({row['cpu_seconds']:.3f} s CPU)",
+                          file=sys.stderr)
+    return dict(rows=rows, settings=dict(objects=objects, observations=len(obs), shards=shards, epochs=epochs,
+                                         seed=seed, device=device_label("cpu"), threads=torch.get_num_threads()))
+
+
 # ----------------------------------------------------------------------------- the authors' step
 
 def _load_authors(repo: Path):
@@ -559,6 +639,12 @@ def main(argv: list[str] | None = None) -> int:
     pl.add_argument("--markdown", action="store_true", help="a markdown table")
     pl.add_argument("--readme", help="write the markdown table into this README between its plan markers")
     pl.add_argument("--out", help="also write the plan as JSON to this file")
+    f = sub.add_parser("feed", help="seconds per TokenStore.batch on generated ELAsTiCC-shaped light curves")
+    f.add_argument("--objects", type=int, default=20000, help="light curves in the store (default 20000)")
+    f.add_argument("--batch", default="4096,16384", help="batch sizes, comma-separated (default 4096,16384)")
+    f.add_argument("--epochs", type=int, default=3, help="epochs per batch size (default 3; the first apart)")
+    f.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    f.add_argument("--out", help="also write the JSON result to this file")
     args = ap.parse_args(argv)
 
     def save(result) -> None:
@@ -597,6 +683,25 @@ def main(argv: list[str] | None = None) -> int:
         print(plan.table(p, markdown=args.markdown))
         return 0
 
+    if args.cmd == "feed":
+        batches = tuple(int(b) for b in args.batch.split(","))
+        if min(args.objects, args.epochs, *batches) < 1:
+            ap.error("--objects, --batch and --epochs must be >= 1")
+        res = feed(args.objects, batches, args.epochs)
+        save(res)
+        if args.json:
+            print(json.dumps(res, indent=2))
+            return 0
+        st = res["settings"]
+        print(f"TokenStore.batch on {st['objects']} generated light curves ({st['observations']} observations, "
+              f"{st['shards']} shards) on {st['device']}")
+        print(f"{'view':<15}{'batch':>7}{'s/batch':>9}{'CPU s':>8}{'first epoch: s':>16}{'CPU s':>8}{'curves/s':>10}")
+        for r in res["rows"]:
+            print(f"{r['view']:<15}{r['batch']:>7}{r['seconds']:>9.3f}{r['cpu_seconds']:>8.3f}"
+                  f"{r['first_epoch_seconds']:>16.3f}{r['first_epoch_cpu_seconds']:>8.3f}"
+                  f"{r['batch'] / r['seconds']:>10.0f}")
+        print("first epoch: a fresh view's first pass (a `keep` such as the alert mask runs once per light curve)")
+        return 0
     if args.cmd == "authors":
         if args.deps:
             sys.path.append(args.deps)  # last: never shadows what this environment has

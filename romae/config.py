@@ -19,6 +19,7 @@ PROFILES = ("smoke", "quick", "paper")  # seconds on CI | reduced CPU run | the 
 DEFAULT_WARMUP_FRACTION = 0.1  # TrainConfig's warm-up when none is given: 10 % of the run's real steps
 POS_ENCODINGS = ("rope", "rope_quantized", "absolute", "absolute_nd", "none")
 HEADS = ("cls", "mean", "tokens")
+DROPOUT_AT = ("authors", "paper")  # EncoderConfig.dropout_at: the MLP's dropout on its output | its hidden layer
 
 
 def check_profile(profile: str) -> str:
@@ -50,6 +51,43 @@ def as_list(value: Any, what: str = "value") -> list[str]:
     raise ValueError(f"{what} must be a list of names or a comma-separated string, got {value!r}")
 
 
+def check_whole(owner: str, name: str, value: Any, minimum: int = 0, none: bool = False) -> int | None:
+    """`value` as an int if it is a whole number >= minimum (None too if `none`), else a ValueError naming
+    `owner.name` and the value (True/False, 2.5, "3", inf are refused)."""
+    if value is None and none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or int(value) != value or value < minimum:
+        raise ValueError(f"{owner}.{name} must be a whole number >= {minimum}{' (or None)' if none else ''}, "
+                         f"got {value!r}")
+    return int(value)
+
+
+def check_number(owner: str, name: str, value: Any, low: float = -math.inf, high: float = math.inf, *,
+                 low_open: bool = False, high_open: bool = False, none: bool = False, infinite: bool = False,
+                 meaning: str = "") -> float | None:
+    """`value` as a float if it is a finite number in the interval (an infinite one only if `infinite`), else
+    a ValueError naming `owner.name`, the interval and the value."""
+    if value is None and none:
+        return None
+    ok = not isinstance(value, bool) and isinstance(value, (int, float)) and not math.isnan(value) \
+        and (infinite or math.isfinite(value)) and (value > low if low_open else value >= low) \
+        and (value < high if high_open else value <= high)
+    if not ok:
+        closed_high = not high_open and (infinite or math.isfinite(high))
+        interval = f"{'(' if low_open or math.isinf(low) else '['}{low:g}, {high:g}{']' if closed_high else ')'}"
+        raise ValueError(f"{owner}.{name} must be a {'' if infinite else 'finite '}number in {interval}"
+                         f"{' (or None)' if none else ''}{meaning}, got {value!r}")
+    return float(value)
+
+
+def check_flag(owner: str, name: str, value: Any) -> bool:
+    """`value` if it is True or False, else a ValueError naming `owner.name` ("no", 0 and 1 are refused)."""
+    if not isinstance(value, bool):
+        raise ValueError(f"{owner}.{name} must be True or False, got {value!r}")
+    return value
+
+
 @dataclass
 class EncoderConfig:
     """One transformer stack (encoder or decoder). Defaults: RoMAE-tiny (Table 8)."""
@@ -58,16 +96,25 @@ class EncoderConfig:
     n_heads: int = 3  # Table 8
     depth: int = 12  # Table 8
     d_ff: int | None = None  # MLP width; None = 4 * d_model (Table 8, authors' code)
-    dropout: float = 0.0  # on attention probabilities and the MLP output (authors' code; App. A.2 differs)
+    dropout: float = 0.0  # on the attention probabilities and (dropout_at) the MLP output or hidden layer
+    dropout_at: str = "authors"  # "authors": MLP output (the authors' code); "paper": MLP hidden layer (App. A.2)
     drop_path: float = 0.0  # stochastic depth: block l of N at lambda*l/(N-1), authors' code (deviation: App. A.2 lambda*m/N)
     norm_eps: float = 1e-12  # RMSNorm epsilon (authors' code)
 
     def __post_init__(self):
+        me = "EncoderConfig"
+        for name in ("d_model", "n_heads", "depth"):
+            setattr(self, name, check_whole(me, name, getattr(self, name), 1))
         if self.d_ff is None:
             self.d_ff = 4 * self.d_model
-        for name in ("d_model", "n_heads", "depth", "d_ff"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"{name} must be a positive integer, got {getattr(self, name)!r}")
+        self.d_ff = check_whole(me, "d_ff", self.d_ff, 1, none=True)
+        self.dropout = check_number(me, "dropout", self.dropout, 0, 1, high_open=True)
+        if self.dropout_at not in DROPOUT_AT:
+            raise ValueError(f"{me}.dropout_at must be one of {DROPOUT_AT} (where the MLP's dropout goes: its output, "
+                             f"as the authors' code, or its hidden layer, as App. A.2), got {self.dropout_at!r}")
+        self.drop_path = check_number(me, "drop_path", self.drop_path, 0, 1, high_open=True)
+        self.norm_eps = check_number(me, "norm_eps", self.norm_eps, 0, low_open=True,
+                                     meaning=" (RMSNorm's epsilon; 1e-12 in the authors' code)")
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
 
@@ -128,10 +175,21 @@ class RoMAEConfig:
     #                                 pre-training only; independent of `init`
 
     def __post_init__(self):
+        me = "RoMAEConfig"
         if isinstance(self.encoder, dict):
             self.encoder = EncoderConfig(**self.encoder)
         if isinstance(self.decoder, dict):
             self.decoder = EncoderConfig(**self.decoder)
+        for name in ("encoder", "decoder"):
+            if not isinstance(getattr(self, name), EncoderConfig):
+                raise ValueError(f"{me}.{name} must be an EncoderConfig (e.g. romae.size('tiny')) or its dict, got "
+                                 f"{type(getattr(self, name)).__name__}")
+        self.token_dim = check_whole(me, "token_dim", self.token_dim, 1)
+        self.n_axes = check_whole(me, "n_axes", self.n_axes, 1)
+        self.max_len = check_whole(me, "max_len", self.max_len, 1)
+        for name in ("use_cls", "normalize_targets", "loss_counts_padding"):
+            check_flag(me, name, getattr(self, name))
+        self.head_dropout = check_number(me, "head_dropout", self.head_dropout, 0, 1, high_open=True)
         if self.pos_encoding not in POS_ENCODINGS:
             raise ValueError(f"unknown pos_encoding {self.pos_encoding!r}; choose one of {POS_ENCODINGS}")
         if self.head is None:
@@ -140,8 +198,7 @@ class RoMAEConfig:
             raise ValueError(f"unknown head {self.head!r}; choose one of {HEADS}")
         if self.task not in ("classification", "regression"):
             raise ValueError(f"unknown task {self.task!r}; choose 'classification' or 'regression'")
-        if not 0.0 <= self.label_smoothing < 1.0:
-            raise ValueError(f"label_smoothing must lie in [0, 1), got {self.label_smoothing}")
+        self.label_smoothing = check_number(me, "label_smoothing", self.label_smoothing, 0, 1, high_open=True)
         if self.class_weights is not None:
             self.class_weights = tuple(float(w) for w in self.class_weights)
             if not all(w >= 0 and w < float("inf") for w in self.class_weights) or not any(self.class_weights):
@@ -154,8 +211,7 @@ class RoMAEConfig:
         if self.mask_token_init not in ("zeros", "normal"):
             raise ValueError(f"unknown mask_token_init {self.mask_token_init!r}; choose 'zeros' (the authors') "
                              "or 'normal' (MAE's N(0, 0.02))")
-        if not 0.0 <= self.p <= 1.0:
-            raise ValueError(f"p-RoPE fraction p must lie in [0, 1], got {self.p}")
+        self.p = check_number(me, "p", self.p, 0, 1, meaning=" (p-RoPE: the fraction of rotation pairs kept)")
         if not (isinstance(self.rope_base, (int, float)) and math.isfinite(self.rope_base) and self.rope_base > 0):
             raise ValueError(f"rope_base must be a finite number > 0 (theta_k = base^(-2k / axis_dim); 10000 in the "
                              f"paper), got {self.rope_base!r}: positions would have no effect")
@@ -164,8 +220,8 @@ class RoMAEConfig:
                              f"{self.n_outputs!r}")
         if self.token_dim < 1 or self.n_axes < 1:
             raise ValueError(f"token_dim and n_axes must be >= 1, got {self.token_dim}, {self.n_axes}")
-        if not 0.0 < self.mask_ratio < 1.0:
-            raise ValueError(f"mask_ratio must lie in (0, 1): some tokens hidden, some visible; got {self.mask_ratio}")
+        self.mask_ratio = check_number(me, "mask_ratio", self.mask_ratio, 0, 1, low_open=True, high_open=True,
+                                       meaning=": some tokens hidden, some visible")
         if self.head == "cls" and not self.use_cls:
             raise ValueError("head='cls' needs use_cls=True; use head='mean' without a [CLS] token")
 
@@ -210,25 +266,33 @@ class TrainConfig:
     #                        pays for fixed shapes (varying lengths recompile)
 
     def __post_init__(self):
-        self.betas = tuple(self.betas)
+        me = "TrainConfig"
         if self.optimizer not in ("adamw", "sgd"):
             raise ValueError(f"unknown optimizer {self.optimizer!r}; choose 'adamw' or 'sgd'")
-        if self.epochs < 1 or self.batch_size < 1:
-            raise ValueError(f"epochs and batch_size must be >= 1, got {self.epochs}, {self.batch_size}")
-        if self.warmup_steps is not None and (isinstance(self.warmup_steps, bool) or int(self.warmup_steps) != self.warmup_steps
-                                              or self.warmup_steps < 0):
-            raise ValueError(f"warmup_steps must be a whole number >= 0 (or None: {DEFAULT_WARMUP_FRACTION:.0%} of the "
-                             f"steps), got {self.warmup_steps!r}")
-        if self.warmup_fraction is not None and not 0.0 <= self.warmup_fraction < 1.0:
-            raise ValueError(f"warmup_fraction must lie in [0, 1), got {self.warmup_fraction}")
-        if not self.lr > 0:
-            raise ValueError(f"lr must be positive, got {self.lr}")
+        self.epochs = check_whole(me, "epochs", self.epochs, 1)
+        self.batch_size = check_whole(me, "batch_size", self.batch_size, 1)
+        self.lr = check_number(me, "lr", self.lr, 0, low_open=True, meaning=" (the peak learning rate)")
+        if isinstance(self.betas, (str, bytes)) or not hasattr(self.betas, "__len__") or len(self.betas) != 2:
+            raise ValueError(f"{me}.betas must be two numbers in [0, 1) (AdamW's), got {self.betas!r}")
+        self.betas = tuple(check_number(me, "betas", b, 0, 1, high_open=True) for b in self.betas)
+        self.momentum = check_number(me, "momentum", self.momentum, 0, 1, high_open=True)
+        self.weight_decay = check_number(me, "weight_decay", self.weight_decay, 0)
+        self.grad_clip = check_number(me, "grad_clip", self.grad_clip, 0, low_open=True, none=True, infinite=True,
+                                      meaning=" (the largest gradient norm; None or inf: no clipping)")
+        for name in ("bf16", "progress", "compile"):
+            check_flag(me, name, getattr(self, name))
+        self.seed = check_whole(me, "seed", self.seed, 0)
+        if self.seed >= 2 ** 32:
+            raise ValueError(f"{me}.seed must be below 2**32 (numpy's limit), got {self.seed}")
+        self.log_every = check_whole(me, "log_every", self.log_every, 1)
+        self.eval_every = check_whole(me, "eval_every", self.eval_every, 1, none=True)
+        self.checkpoint_every = check_whole(me, "checkpoint_every", self.checkpoint_every, 1, none=True)
+        self.length_buckets = check_whole(me, "length_buckets", self.length_buckets, 0)
+        self.warmup_steps = check_whole(me, "warmup_steps", self.warmup_steps, 0, none=True)
+        self.warmup_fraction = check_number(me, "warmup_fraction", self.warmup_fraction, 0, 1, high_open=True,
+                                            none=True)
         for name in ("micro_batch", "processes"):
-            value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or int(value) != value or value < 1):
-                raise ValueError(f"{name} must be a whole number >= 1 (or None), got {value!r}")
-        if self.length_buckets < 0:
-            raise ValueError(f"length_buckets must be >= 0, got {self.length_buckets}")
+            setattr(self, name, check_whole(me, name, getattr(self, name), 1, none=True))
 
     def warmup(self, total_steps: int) -> int:
         """Warm-up steps of a run of `total_steps` optimiser steps: warmup_fraction of them if set, else

@@ -6,8 +6,11 @@
    the deferred non-finite checks, the fused attention with padding, the ways batches reach the GPU; the
    CUDA tests of tests/test_model.py; several processes when there is more than one GPU);
 2. `python -m romae.bench table9 --device cuda` and `roofline --device cuda` (FP32 and BF16);
-3. the paper profile's dry run on CUDA (`romae.reproduce --profile paper --max-steps 2 --device cuda`),
-   which exercises each training's planned micro-batch on the GPU's real memory.
+3. what the plan promised, measured (`romae.promise --device cuda`): every paper training (sampled within
+   8 minutes) for a few steps at its planned micro-batch, accumulation and precision (FP32 and BF16), its
+   peak memory and step time beside the plan's -> promise.md / promise.json; fails where the peak exceeds
+   the plan or the time is more than 2x off;
+4. the paper profile's dry run on CUDA (`romae.reproduce --profile paper --max-steps 2 --device cuda`).
 Each step runs under what is left of the time budget; `gpu-check.json` and `README.md` in the output folder
 say what ran, for how long, and how it ended. Without a GPU it says so and exits 0.
 """
@@ -41,6 +44,8 @@ def steps(out: Path) -> list[tuple[str, list[str]]]:
                            "--out", str(out / "roofline_cuda.json")]),
         ("roofline BF16", [py, "-m", "romae.bench", "roofline", "--workload", "all", "--device", "cuda",
                            "--dtype", "bfloat16", "--out", str(out / "roofline_cuda_bf16.json")]),
+        ("plan against measurement", [py, "-m", "romae.promise", "--device", "cuda", "--budget-minutes", "8",
+                                      "--out", str(out)]),
         ("paper dry run on CUDA", [py, "-m", "romae.reproduce", "--profile", "paper", "--max-steps", "2",
                                    "--device", "cuda", "--reports", str(out / "dry-run")]),
     ]

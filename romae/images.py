@@ -109,12 +109,17 @@ class GridDataset:
 
     def images(self, idx, augment: bool = True) -> Tensor:
         """Normalised float images [B, C, H', W'] of samples idx (augmented if this view augments)."""
-        x = self.grids[torch.as_tensor(idx)].float() / self.scale
+        return self._normalised(self.grids[torch.as_tensor(idx)], augment)
+
+    def _normalised(self, grids: Tensor, augment: bool = True) -> Tensor:
+        """Stored grids [B, C, H, W] -> normalised float images, on the grids' device (augment, resize)."""
+        x = grids.float() / self.scale
         if augment and self.augment is not None:
             x = self.augment(x)
         if self.size is not None and tuple(x.shape[-2:]) != self.size:
             x = F.interpolate(x, size=self.size, mode="bilinear", align_corners=False, antialias=True)
-        return (x - self.mean[:, None, None]) / self.std[:, None, None]
+        mean, std = self.mean.to(x.device), self.std.to(x.device)
+        return (x - mean[:, None, None]) / std[:, None, None]
 
     def to_tokens(self, x: Tensor) -> Tensor:
         """Normalised images [B, C, H, W] -> tokens [B, N, ph * pw * C] (channel fastest)."""
@@ -126,12 +131,27 @@ class GridDataset:
         return x * self.std[:, None, None] + self.mean[:, None, None] if denormalise else x
 
     def batch(self, idx) -> dict[str, Tensor]:
-        """idx [B] -> {values [B, N, token_dim], positions [B, 2, N], labels [B] (if any)}."""
+        """idx [B] -> {values [B, N, token_dim], positions [B, 2, N], labels [B] (if any)}: `finish(raw(idx))`."""
+        return self.finish(self.raw(idx))
+
+    def raw(self, idx) -> dict[str, Tensor]:
+        """The draw-free part of `batch`: {"grids": the stored grids of idx (uint8 images stay uint8), "labels"}.
+        `romae.feeding` gathers it ahead (in a thread, into pinned memory) and moves it to the device."""
         idx = torch.as_tensor(idx)
-        values = self.to_tokens(self.images(idx))
-        out = {"values": values, "positions": self._positions.expand(len(idx), -1, -1)}
+        out = {"grids": self.grids[idx]}
         if self.labels is not None:
             out["labels"] = self.labels[idx]
+        return out
+
+    def finish(self, raw: dict[str, Tensor]) -> dict[str, Tensor]:
+        """The rest of `batch`, on the device `raw` lies on (a GPU resizes and augments there, kornia included):
+        float, augment, resize, normalise, tokens. Augmentation draws random numbers: call it on the training
+        thread, so a seeded (and resumed) run draws in one order."""
+        grids = raw["grids"]
+        out = {"values": self.to_tokens(self._normalised(grids)),
+               "positions": self._positions.to(grids.device).expand(len(grids), -1, -1)}
+        if "labels" in raw:
+            out["labels"] = raw["labels"]
         return out
 
     def __getitem__(self, i: int) -> dict[str, Tensor]:

@@ -7,7 +7,9 @@ same number of tokens, so the visible set is a dense [B, N_visible, ...] tensor 
 
 from __future__ import annotations
 
+import contextlib
 import math
+import threading
 
 import torch
 from torch import Tensor
@@ -19,18 +21,22 @@ def _async_checks(device: torch.device) -> bool:
     return device.type != "cpu"
 
 
+_STATE = threading.local()  # this thread's checks collected by `deferred_checks` (.pending) and namer (.namer)
+MAX_PENDING = 256  # collected checks read back at the latest after this many (one sync)
+
+
 class BadSample(ValueError):
     """An input error of one sample of a batch: "<head>sample <k><tail>", k its position in the batch.
     `fit`, `predict` and evaluation re-raise it naming the sample's index in the dataset (`at`)."""
 
     def __init__(self, head: str, sample: int, tail: str = ""):
         super().__init__(f"{head}sample {sample} of the batch{tail}")
-        self.head, self.sample, self.tail = head, int(sample), tail
+        self.head, self.sample, self.tail, self.named = head, int(sample), tail, False
 
     def at(self, where: str) -> "BadSample":
         """The same error with the sample named by `where` (e.g. "sample 1234 of the training data")."""
         err = BadSample(self.head, self.sample, self.tail)
-        err.args = (f"{self.head}{where}{self.tail}",)
+        err.args, err.named = (f"{self.head}{where}{self.tail}",), True
         return err
 
 
@@ -41,14 +47,78 @@ def name_sample(data, index: int, what: str) -> str:
     return f"sample {index} of {what}{shown}"
 
 
+@contextlib.contextmanager
+def deferred_checks():
+    """Within it, this thread's input checks on an accelerator are collected instead of read back: the
+    forward launches them and goes on (inputs that failed a check are made harmless for the kernels: such
+    class labels are ignored, such rows clamped), and `flush_checks` reads them all in one host sync and raises
+    the first that failed, with its full message. `fit`, `predict` and evaluation open it and flush at each
+    logged step, evaluation, checkpoint and at the end. Outside it, a check on an accelerator is read at once
+    (one sync per check). Never a device-side assert: on CUDA that leaves the process's context unusable.
+    Nested: the outer collection is used. Leaving it drops what was not flushed."""
+    outer = getattr(_STATE, "pending", None)
+    if outer is not None:
+        yield outer
+        return
+    _STATE.pending = []
+    try:
+        yield _STATE.pending
+    finally:
+        _STATE.pending = None
+
+
+@contextlib.contextmanager
+def naming(rename):
+    """A BadSample among the checks collected within it is raised as `rename(error)` by `flush_checks`
+    (e.g. naming the sample's index in the dataset, which the batch no longer knows when the check is read)."""
+    outer = getattr(_STATE, "namer", None)
+    _STATE.namer = rename
+    try:
+        yield
+    finally:
+        _STATE.namer = outer
+
+
+def _error(message, detail, error):
+    return error() if error is not None else ValueError(message + detail())
+
+
+def flush_checks() -> None:
+    """Read the checks collected by `deferred_checks` (one host sync) and raise the first that failed; none
+    is kept afterwards."""
+    pending = getattr(_STATE, "pending", None)
+    if not pending:
+        return
+    entries = list(pending)
+    pending.clear()
+    try:
+        oks = torch.stack([e[0] for e in entries]).tolist()
+    except RuntimeError:  # checks on several devices
+        oks = [bool(e[0]) for e in entries]
+    for ok, (_, message, detail, error, namer) in zip(oks, entries):
+        if not ok:
+            err = _error(message, detail, error)
+            raise (namer(err) if namer is not None and isinstance(err, BadSample) else err) from None
+
+
 def _require(ok: Tensor, message, detail=lambda: "", error=None) -> None:
     """Raise ValueError(message + detail()), or `error()` if given (e.g. a BadSample naming the sample), if
-    the boolean tensor `ok` is False. On GPUs the check is asynchronous (no GPU -> CPU sync per forward, the
-    slowdown the paper measured), so the detail is only given on CPU."""
-    if _async_checks(ok.device):
-        torch._assert_async(ok, message)
+    the boolean tensor `ok` is False. On an accelerator within `deferred_checks` the check is collected and
+    read later (no device -> host sync per forward, the slowdown the paper measured): `detail` and `error`
+    are then called after the forward, so they must hold only small tensors (a first index, one row), not
+    the batch."""
+    pending = getattr(_STATE, "pending", None)
+    if pending is not None and _async_checks(ok.device):
+        pending.append((ok.detach().reshape(()), message, detail, error, getattr(_STATE, "namer", None)))
+        if len(pending) >= MAX_PENDING:
+            flush_checks()
     elif not bool(ok):
-        raise error() if error is not None else ValueError(message + detail())
+        raise _error(message, detail, error)
+
+
+def first_true(flags: Tensor) -> Tensor:
+    """Index of the first True of a flattened bool tensor (0 if none), as a device scalar: nothing read back."""
+    return flags.reshape(-1).to(torch.int32).argmax()
 
 
 def check_pad_mask(pad_mask: Tensor | None, B: int, N: int) -> None:

@@ -38,10 +38,14 @@ def _reject_unknown(model: nn.Module, unknown: dict, accepted: tuple[str, ...]) 
 
 def _check_finite(name: str, bad: Tensor, x: Tensor) -> None:
     """Refuse the first non-finite real token (a BadSample naming it): bad [B, N] bool, x [B, N, ...]; on an
-    accelerator, an asynchronous assert (no detail, no host read)."""
+    accelerator, a deferred check (masking.deferred_checks) that keeps only the first bad token's row."""
+    n_tokens = bad.shape[1]
+    first = masking.first_true(bad)
+    row = x.reshape(bad.numel(), -1).index_select(0, first.reshape(1))[0]
+
     def error():
-        b, n = bad.nonzero()[0].tolist()
-        v = x[b, n][~torch.isfinite(x[b, n])][0].item()
+        b, n = divmod(int(first), n_tokens)
+        v = row[~torch.isfinite(row)][0].item()
         return masking.BadSample(f"{name} must be finite, found {v} in ", b, f", token {n} (real, non-padded tokens "
                                  "must be finite: mark a missing observation as padding, pad_mask=True, or build the "
                                  "batch with romae.from_sequences)")
@@ -56,13 +60,15 @@ def _wide(x: Tensor) -> Tensor:
 
 def _finite_labels(labels: Tensor) -> None:
     """Refuse the first sample whose float labels are not finite (NaN would only show as a non-finite loss)."""
-    bad = ~torch.isfinite(labels.reshape(labels.shape[0], -1)).all(1)
+    flat = labels.reshape(labels.shape[0], -1)
+    bad = ~torch.isfinite(flat).all(1)
+    first = masking.first_true(bad)
+    row = flat.index_select(0, first.reshape(1))[0]
 
     def error():
-        b = int(bad.nonzero()[0, 0])
-        v = labels[b][~torch.isfinite(labels[b])][0].item()
-        return masking.BadSample(f"labels must be finite, found {v} for ", b, " (drop that sample, or give it a "
-                                 "real target)")
+        v = row[~torch.isfinite(row)][0].item()
+        return masking.BadSample(f"labels must be finite, found {v} for ", int(first), " (drop that sample, or give "
+                                 "it a real target)")
 
     _require(~bad.any(), "labels must be finite", error=error)
 
@@ -155,9 +161,13 @@ class Block(nn.Module):
         self.norm1 = RMSNorm(cfg.d_model, cfg.norm_eps)
         self.attn = Attention(cfg.d_model, cfg.n_heads, cfg.dropout)
         self.norm2 = RMSNorm(cfg.d_model, cfg.norm_eps)
-        # non-gated SiLU MLP, bias-free; dropout on its output (authors' code)
-        self.mlp = nn.Sequential(nn.Linear(cfg.d_model, cfg.d_ff, bias=False), nn.SiLU(),
-                                 nn.Linear(cfg.d_ff, cfg.d_model, bias=False), nn.Dropout(cfg.dropout))
+        # non-gated SiLU MLP, bias-free; dropout on its output (authors' code) or its hidden layer (App. A.2):
+        # the same parameter names either way (mlp.0, mlp.2), so weights move between the two
+        paper = cfg.dropout_at == "paper"
+        self.mlp = nn.Sequential(nn.Linear(cfg.d_model, cfg.d_ff, bias=False),
+                                 nn.Sequential(nn.SiLU(), nn.Dropout(cfg.dropout)) if paper else nn.SiLU(),
+                                 nn.Linear(cfg.d_ff, cfg.d_model, bias=False),
+                                 nn.Identity() if paper else nn.Dropout(cfg.dropout))
         self.drop_path = DropPath(drop_path)
 
     def forward(self, x: Tensor, rot: Tensor | None, attn_mask: Tensor | None) -> Tensor:
@@ -212,17 +222,18 @@ def init_trunc_normal(module: nn.Module) -> None:
 # ----------------------------------------------------------------------------- the models
 
 def prediction_config(base: RoMAEConfig, *, n_outputs: int, dropout: float | None = None,
-                      drop_path: float | None = None, **overrides) -> RoMAEConfig:
+                      drop_path: float | None = None, dropout_at: str | None = None, **overrides) -> RoMAEConfig:
     """The config of a classifier / regressor built on the encoder of `base` (a pre-training config).
 
-    Keeps the positional set-up and encoder size; `dropout` / `drop_path` go to the encoder; other
-    RoMAEConfig fields (head, task, label_smoothing, head_dropout, init) may be overridden. The head
+    Keeps the positional set-up and encoder size; `dropout` / `drop_path` / `dropout_at` go to the encoder;
+    other RoMAEConfig fields (head, task, label_smoothing, head_dropout, init) may be overridden. The head
     defaults to [CLS] with a [CLS] token, else the padding-aware mean.
     """
     unknown = set(overrides) - {f.name for f in dataclasses.fields(RoMAEConfig)}
     if unknown:
         raise TypeError(f"unknown RoMAEConfig field(s) {sorted(unknown)}")
-    enc = {k: v for k, v in (("dropout", dropout), ("drop_path", drop_path)) if v is not None}
+    enc = {k: v for k, v in (("dropout", dropout), ("drop_path", drop_path), ("dropout_at", dropout_at))
+           if v is not None}
     overrides.setdefault("head", "cls" if base.use_cls else "mean")
     return dataclasses.replace(base, n_outputs=n_outputs, encoder=dataclasses.replace(base.encoder, **enc),
                                **overrides)
@@ -300,6 +311,7 @@ class RoMAETrunk(nn.Module):
             rows = token_idx + int(self.cfg.use_cls)  # row 0 belongs to [CLS]
             _require(rows.max() < table.shape[0], f"more tokens than max_len={self.cfg.max_len} rows "
                      "of the absolute sin/cos table")
+            rows = rows.clamp(max=table.shape[0] - 1)  # a deferred check failed: no out-of-range gather on a device
             return x + table[rows].to(x.dtype)
         if self.cfg.pos_encoding == "absolute_nd":
             return x + sincos_nd(positions, x.shape[-1]).to(x.dtype)
@@ -393,6 +405,8 @@ class RoMAEForPreTraining(RoMAETrunk):
         err = (_wide(pred) - _wide(target)).pow(2).mean(dim=-1)  # [B, N_hid]
         real = ~pad_mask.gather(1, hidden_idx)
         count = real.sum().to(err.dtype)
+        _require(count > 0, "the mask hides no real (non-padded) token of the batch: the loss would be 0 and the "
+                 "step would only decay the weights; hide at least one real token (mask & ~pad_mask)")
         self.loss_count = err.new_tensor(err.numel()) if self.cfg.loss_counts_padding else count
         return (err * real).sum() / (err.numel() if self.cfg.loss_counts_padding else count.clamp(min=1))
 
@@ -479,8 +493,10 @@ class RoMAEForPrediction(RoMAETrunk):
             if self.cfg.head == "tokens" and pad_mask is not None:  # -100 etc. at padded tokens: ignored
                 bad = bad & ~pad_mask.reshape(-1)
                 target = target.masked_fill(pad_mask.reshape(-1), -100)
+            found = target.index_select(0, masking.first_true(bad).reshape(1))
             _require(~bad.any(), f"class labels must lie in [0, n_outputs={self.cfg.n_outputs})",
-                     lambda: f", found {target[bad][0].item()}")
+                     lambda: f", found {found.item()}")
+            target = target.masked_fill(bad, -100)  # a deferred check failed: no out-of-range class in the kernel
             weight = None if self.cfg.class_weights is None else logits.new_tensor(self.cfg.class_weights)
             counted = (target != -100).to(logits.dtype)  # what cross-entropy's mean divides by: its weights of real targets
             self.loss_count = counted.sum() if weight is None else (weight[target.clamp(min=0)] * counted).sum()

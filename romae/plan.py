@@ -14,9 +14,12 @@ activations autograd saves for the backward. Saved activations are counted with
 `torch.autograd.graph.saved_tensors_hooks` (unique storages, parameters excluded) in a forward of the CPU's
 kernels on fake tensors (shapes without arithmetic: a test checks them against real forwards), at micro-batches
 1 and 2, extrapolated linearly (a + b * m) and checked by a count at the micro-batch chosen; BF16 under CPU bf16
-autocast. Attention dropout is off for the count: CUDA's fused kernels apply it inside the kernel, the CPU falls
-back to the math kernel that saves [B, H, N, N] probabilities. Padded data is counted at its longest sample,
-without padding. Not counted, hence the planned peak = HEADROOM x (counted bytes) + CONTEXT_GIB: the CUDA
+autocast. Attention is counted as the kernel the GPU will run (`attention_kernel`, by PyTorch's documented
+constraints: e.g. a padding mask rules flash out, and BF16 with RoMAE-tiny's head size 60 rules the
+memory-efficient kernel out too): a fused kernel as the CPU's own fused kernel, attention dropout off (the fused
+kernels apply it inside), the math kernel through PyTorch's math kernel with its dropout (it saves the
+[B, H, N, N] probabilities and dropout mask); `bench plan` says which kernel each training gets. Padded data
+is counted at its longest sample, with a padding mask. Not counted, hence the planned peak = HEADROOM x (counted bytes) + CONTEXT_GIB: the CUDA
 context and library workspaces, allocator fragmentation, the backward's transient buffers, a dataset kept on
 the device. Counts are cached in-process and on disk (romae.cache, keyed by the model code).
 
@@ -28,6 +31,7 @@ peak dense FLOP/s x EFFICIENCY) + OVERHEAD per micro-batch and per step: an esti
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -109,11 +113,14 @@ def trainings(notebook: str, gpus: int = 1) -> list[Training]:
 
 # ----------------------------------------------------------------------------- memory
 
-def _batch(cfg: RoMAEConfig, stage: str, micro: int, n_tokens: int) -> dict:
-    """Inputs of the run's shapes (values, positions and labels drawn here: only shapes matter)."""
+def _batch(cfg: RoMAEConfig, stage: str, micro: int, n_tokens: int, padded: bool = False) -> dict:
+    """Inputs of the run's shapes (values, positions and labels drawn here: only shapes matter); `padded`: with a
+    padding mask (the last token of every sample padded), so attention gets a mask as in the run."""
     g = torch.Generator().manual_seed(0)
     batch = dict(values=torch.randn(micro, n_tokens, cfg.token_dim, generator=g),
                  positions=torch.arange(n_tokens, dtype=torch.float32).expand(micro, cfg.n_axes, n_tokens))
+    if padded:
+        batch["pad_mask"] = torch.arange(n_tokens).expand(micro, n_tokens) == n_tokens - 1
     if stage == "finetune":
         shape = (micro, n_tokens, cfg.n_outputs) if cfg.head == "tokens" else (micro, cfg.n_outputs)
         batch["labels"] = (torch.randint(cfg.n_outputs, shape[:-1], generator=g) if cfg.task == "classification"
@@ -122,30 +129,70 @@ def _batch(cfg: RoMAEConfig, stage: str, micro: int, n_tokens: int) -> dict:
 
 
 @functools.lru_cache(maxsize=4)
-def _model(model_json: str, stage: str) -> torch.nn.Module:
-    """The model a training of `stage` builds, in training mode, attention dropout off (see the module doc)."""
+def _model(model_json: str, stage: str, attention_dropout: bool = False) -> torch.nn.Module:
+    """The model a training of `stage` builds, in training mode; attention dropout off unless asked (see the
+    module doc: the math kernel materialises its mask, the fused kernels do not)."""
     from .model import Attention, RoMAEForPrediction, RoMAEForPreTraining
 
     cfg = dataclasses.replace(RoMAEConfig.from_dict(json.loads(model_json)), init="default")  # only shapes matter
     with torch.random.fork_rng(devices=[]):  # the caller's generator stays as it was
         model = (RoMAEForPreTraining if stage == "pretrain" else RoMAEForPrediction)(cfg).train()
-    for m in model.modules():
-        if isinstance(m, Attention):
-            m.dropout = 0.0  # CUDA applies it inside the fused kernel; the CPU would save [B, H, N, N]
+    if not attention_dropout:
+        for m in model.modules():
+            if isinstance(m, Attention):
+                m.dropout = 0.0  # CUDA applies it inside the fused kernel; the CPU would save [B, H, N, N]
     return model
 
 
+# ----------------------------------------------------------------------------- attention kernels
+
+KERNELS = ("flash", "efficient", "math")  # PyTorch's CUDA SDPA kernels, in the order it tries them
+
+
+def attention_kernel(head_dim: int, precision: str, masked: bool, device: str = "h100") -> str:
+    """The SDPA kernel PyTorch (2.13) picks on an sm80+ GPU (A100, H100) for RoMAE's attention, by its documented
+    constraints (aten/src/ATen/native/transformers/cuda/sdp_utils.cpp): flash takes no attention mask, only
+    FP16 / BF16 and head sizes up to 256; the memory-efficient kernel takes masks, with head sizes that are
+    multiples of 8 in FP16 / BF16 and of 4 in FP32 / TF32 (its GEMM alignment); otherwise the math kernel,
+    which materialises every [B, H, N, N] score matrix (in FP32: it upcasts BF16 inputs). cuDNN's kernel,
+    which PyTorch tries after these, is not counted on. `device` "cpu" / "this": "cpu" (the CPU's own fused
+    kernel, which takes masks: the counts are its)."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"unknown precision {precision!r}; choose one of {PRECISIONS}")
+    if device in ("cpu", "this"):
+        return "cpu"
+    half = precision == "bf16"
+    if half and not masked and 0 < head_dim <= 256:
+        return "flash"
+    if head_dim > 0 and head_dim % (8 if half else 4) == 0:
+        return "efficient"
+    return "math"
+
+
+def training_kernel(t: "Training", precision: str, device: str = "h100") -> str:
+    """`attention_kernel` of a training: the widest head of its encoder and decoder decides (the decoder of a
+    pre-training attends with the same padding mask)."""
+    stacks = [t.model.encoder] + ([t.model.decoder] if t.stage == "pretrain" else [])
+    kernels = {attention_kernel(e.head_dim, precision, t.padded, device) for e in stacks}
+    return next(k for k in ("math", "efficient", "flash", "cpu") if k in kernels)
+
+
 @functools.lru_cache(maxsize=None)
-def _saved_bytes(model_json: str, stage: str, n_tokens: int, micro: int, bf16: bool) -> int:
+def _saved_bytes(model_json: str, stage: str, n_tokens: int, micro: int, bf16: bool, padded: bool = False,
+                 math_kernel: bool = False) -> int:
     """Bytes autograd saves for the backward of one forward on the CPU (unique storages, parameters excluded).
 
     Run on fake tensors (torch's FakeTensorMode: the CPU's kernels and shapes, no arithmetic), so a forward
-    costs the same at any size; the checks that would read a value back are made asynchronous."""
+    costs the same at any size; the checks that would read a value back are made asynchronous. `math_kernel`:
+    attention through PyTorch's math kernel, with its dropout (what a GPU runs where `attention_kernel` says
+    "math"); else the CPU's fused kernel, attention dropout off."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
     from . import masking
 
-    model = _model(model_json, stage)
+    model = _model(model_json, stage, attention_dropout=math_kernel)
     seen: dict[int, int] = {}
-    with mock.patch.object(masking, "_async_checks", lambda device: True), \
+    with mock.patch.object(masking, "_async_checks", lambda device: True), masking.deferred_checks(), \
             FakeTensorMode(allow_non_fake_inputs=True) as mode:
         weights = {k: mode.from_tensor(v) for k, v in [*model.named_parameters(), *model.named_buffers()]}
         params = {w.untyped_storage()._cdata for w in weights.values()}
@@ -156,8 +203,9 @@ def _saved_bytes(model_json: str, stage: str, n_tokens: int, micro: int, bf16: b
                 seen[s._cdata] = max(seen.get(s._cdata, 0), s.nbytes())
             return t
 
-        batch = {k: mode.from_tensor(v) for k, v in _batch(model.cfg, stage, micro, n_tokens).items()}
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), \
+        batch = {k: mode.from_tensor(v) for k, v in _batch(model.cfg, stage, micro, n_tokens, padded).items()}
+        kernel = sdpa_kernel([SDPBackend.MATH]) if math_kernel else contextlib.nullcontext()
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), kernel, \
                 torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
             torch.func.functional_call(model, weights, kwargs=batch)
     return sum(seen.values())
@@ -179,26 +227,28 @@ class Memory:
         return HEADROOM * self.counted(micro) / GIB + CONTEXT_GIB
 
 
-def memory(t: Training, bf16: bool = False) -> Memory:
-    """Memory of training `t` per device: saved activations measured at micro-batches 1 and 2, a line through them."""
-    n_params, m1, m2 = _measured(t, (1, 2), bf16)
+def memory(t: Training, bf16: bool = False, kernel: str = "flash") -> Memory:
+    """Memory of training `t` per device: saved activations measured at micro-batches 1 and 2, a line through
+    them; `kernel` "math" (`training_kernel`): counted with attention through PyTorch's math kernel."""
+    n_params, m1, m2 = _measured(t, (1, 2), bf16, kernel == "math")
     static = 4 * n_params * (2 + OPTIMIZER_COPIES[t.train.optimizer])  # FP32 weights, gradients, optimiser state
     return Memory(static, 2 * m1 - m2, m2 - m1)
 
 
-def check(t: Training, mem: Memory, micro: int, bf16: bool = False) -> float:
+def check(t: Training, mem: Memory, micro: int, bf16: bool = False, kernel: str = "flash") -> float:
     """(extrapolated - measured) / measured saved activations at `micro`: the line of `memory` checked."""
-    _, measured = _measured(t, (micro,), bf16)
+    _, measured = _measured(t, (micro,), bf16, kernel == "math")
     return (mem.a + mem.b * micro - measured) / measured
 
 
-def _measured(t: Training, micros: tuple, bf16: bool) -> list:
+def _measured(t: Training, micros: tuple, bf16: bool, math_kernel: bool = False) -> list:
     """[parameters, saved bytes at each micro-batch], cached on disk too (a plan is asked for by every paper
     notebook), keyed by the code that decides what is saved."""
     key = (to_json(t.shape_model), t.stage, t.n_tokens)
     return cached("plan_memory", dict(model=key[0], stage=t.stage, n_tokens=t.n_tokens, micros=micros, bf16=bf16,
-                                      torch=torch.__version__),
-                  lambda: [_n_params(key[0], t.stage)] + [_saved_bytes(*key, m, bf16) for m in micros],
+                                      padded=t.padded, math_kernel=math_kernel, torch=torch.__version__),
+                  lambda: [_n_params(key[0], t.stage)] + [_saved_bytes(*key, m, bf16, t.padded, math_kernel)
+                                                          for m in micros],
                   code=_code_version())
 
 
@@ -206,7 +256,7 @@ def _measured(t: Training, micros: tuple, bf16: bool) -> list:
 def _code_version() -> str:
     """The version of the code that decides the saved activations: the model's modules and the counting here."""
     here = Path(__file__).resolve().parent
-    counting = "".join(inspect.getsource(f) for f in (_batch, _model, _saved_bytes, _measured))
+    counting = "".join(inspect.getsource(f) for f in (_batch, _model, _saved_bytes, _measured, attention_kernel))
     return hashlib.sha256(b"".join((here / f).read_bytes() for f in CODE) + counting.encode()).hexdigest()
 
 
@@ -239,21 +289,65 @@ def device_memory_gib() -> float | None:
 
 
 def fit_memory(train_cfg: TrainConfig, model_cfg: RoMAEConfig, n_tokens: int, stage: str, profile: str,
-               hidden: float | None = None) -> TrainConfig:
-    """`train_cfg` with the micro-batch the plan picks for this device's memory (paper profile only; unchanged
-    where the whole batch fits or no device memory is known). Warns, and takes 1, when not even one fits.
-    n_tokens: per sample, [CLS] not included (padded: the longest); hidden: as `Training.hidden`."""
-    memory_gib = device_memory_gib() if profile == "paper" else None
-    if memory_gib is None:
+               hidden: float | None = None, padded: bool = False) -> TrainConfig:
+    """`train_cfg` as the plan runs it in the paper profile (other profiles: unchanged): with the micro-batch
+    the plan picks for this device's memory (unchanged where the whole batch fits or no device memory is
+    known; warns, and takes 1, when not even one fits), and a checkpoint about every CHECKPOINT_MINUTES of
+    planned time (`checkpoint_steps`), so a lost machine costs at most that much of a long training.
+    n_tokens: per sample, [CLS] not included (padded: the longest); hidden: as `Training.hidden`; padded: the
+    data has a padding mask (`is_padded`), which decides the attention kernel (`training_kernel`)."""
+    if profile != "paper":
         return train_cfg
-    t = Training("", stage, model_cfg, train_cfg, n_tokens, samples=1, hidden=hidden)
-    mem = memory(t, bf16=_precision(train_cfg) == "bf16")
-    micro, _ = pick_micro_batch(train_cfg.batch_size, mem, memory_gib)
-    if micro is None:
-        warnings.warn(f"{stage} at {n_tokens} tokens plans {mem.peak_gib(1):.1f} GiB at micro-batch 1, more than the "
-                      f"{memory_gib:.1f} GiB per device; trying micro-batch 1")
-        micro = 1
-    return train_cfg if micro == train_cfg.batch_size else dataclasses.replace(train_cfg, micro_batch=micro)
+    t = Training("", stage, model_cfg, train_cfg, n_tokens, samples=1, hidden=hidden, padded=padded)
+    changes = {}
+    memory_gib = device_memory_gib()
+    if memory_gib is not None:
+        precision = _precision(train_cfg)
+        mem = memory(t, bf16=precision == "bf16", kernel=training_kernel(t, precision, planned_device()))
+        micro, _ = pick_micro_batch(train_cfg.batch_size, mem, memory_gib)
+        if micro is None:
+            warnings.warn(f"{stage} at {n_tokens} tokens plans {mem.peak_gib(1):.1f} GiB at micro-batch 1, more than "
+                          f"the {memory_gib:.1f} GiB per device; trying micro-batch 1")
+            micro = 1
+        if micro != train_cfg.batch_size:
+            changes["micro_batch"] = micro
+    every = checkpoint_steps(t, math.ceil(train_cfg.batch_size / changes.get("micro_batch", train_cfg.batch_size)))
+    if every is not None and train_cfg.checkpoint_every is None:
+        changes["checkpoint_every"] = every
+    return dataclasses.replace(train_cfg, **changes) if changes else train_cfg
+
+
+CHECKPOINT_MINUTES = 25.0  # a paper training saves a checkpoint about this often (planned time)
+
+
+def planned_device() -> str:
+    """The plan's name for the device this process trains on: h100 / a100 by the GPU's name (another GPU is
+    planned as an h100), cpu (the reference CPU) without one."""
+    from . import runtime
+
+    name = runtime.accelerator_name() if runtime.current().device != "cpu" else None
+    if name is None or not torch.cuda.is_available():
+        return "cpu"
+    return "a100" if "A100" in name else "h100"
+
+
+def checkpoint_steps(t: Training, k: int = 1, device: str | None = None) -> int | None:
+    """Optimiser steps between checkpoints: about CHECKPOINT_MINUTES of `t`'s planned step time on `device`
+    (default: `planned_device()`) with k micro-batches per step; None where the plan has no time for it."""
+    device = device or planned_device()
+    precision = "fp32" if device == "cpu" else _precision(t.train)
+    seconds = step_seconds(t, device, precision, k)
+    if not seconds:
+        return None
+    return max(1, round(CHECKPOINT_MINUTES * 60 / seconds))
+
+
+def is_padded(data) -> bool:
+    """Whether a training set's batches carry a padding mask: a TokenStore (ragged), or tensors with a
+    'pad_mask' entry."""
+    if hasattr(data, "lengths"):  # romae.store.TokenStore
+        return True
+    return "pad_mask" in (data.tensors if hasattr(data, "tensors") else data if isinstance(data, dict) else {})
 
 
 def tokens_of(data) -> int:
@@ -326,15 +420,17 @@ def plan(device: str = "h100", gpus: int = 1, memory_gib: float | None = None, p
                        steps=t.steps, flops=t.runs * t.steps * t.processes * cost.step_flops(
                            t.shape_model, t.train.batch_size, t.n_tokens, t.stage), source=t.source, precision={})
             for p in precisions:
-                mem = memory(t, bf16=p == "bf16")
+                kernel = training_kernel(t, p, device)
+                mem = memory(t, bf16=p == "bf16", kernel=kernel)
                 micro, k = pick_micro_batch(t.train.batch_size, mem, memory_gib)
                 s = None if micro is None else step_seconds(t, device, p, k)
                 at = micro or 1
                 # 1 and 2 are the points of the line; TF32's counts are FP32's
                 checked_at = at if checked and at > 2 and p != "tf32" else None
                 row["precision"][p] = dict(micro=micro, k=k, peak_gib=mem.peak_gib(at), check_micro=checked_at,
-                                           check_error=None if checked_at is None else check(t, mem, at, p == "bf16"),
-                                           hours=None if s is None else t.runs * t.steps * s / 3600)
+                                           check_error=None if checked_at is None else check(t, mem, at, p == "bf16",
+                                                                                            kernel),
+                                           hours=None if s is None else t.runs * t.steps * s / 3600, kernel=kernel)
             rows.append(row)
     totals = {}
     for nb in [*dict.fromkeys(r["notebook"] for r in rows), "all"]:
@@ -360,7 +456,8 @@ def table(p: dict, markdown: bool = False) -> str:
     precs = p["settings"]["precisions"]
     mems = list(dict.fromkeys([precs[0]] + (["bf16"] if "bf16" in precs else [])))
     head = (["nb", "training", "runs", "tokens", "samples", "batch", "steps", "PFLOP"]
-            + [c for q in mems for c in (f"micro x k ({q})", f"peak GiB ({q})")] + [f"h {q}" for q in precs])
+            + [c for q in mems for c in (f"attention ({q})", f"micro x k ({q})", f"peak GiB ({q})")]
+            + [f"h {q}" for q in precs])
 
     def total(nb: str) -> list[str]:
         return [nb, "total"] + [""] * (len(head) - 2 - len(precs)) + [_hours(p["totals"][nb][q]) for q in precs]
@@ -371,8 +468,8 @@ def table(p: dict, markdown: bool = False) -> str:
             cells = [nb, r["name"], str(r["runs"]), ("<=" if r["padded"] else "") + str(r["tokens"]),
                      f"{r['samples']:,}", f"{r['batch']:,}", f"{r['steps']:,}", f"{r['flops'] / 1e15:,.1f}"]
             for x in (r["precision"][q] for q in mems):
-                cells += (["does not fit", f"{x['peak_gib']:.1f} at 1"] if x["micro"] is None else
-                          [f"{x['micro']:,} x {x['k']}", f"{x['peak_gib']:.1f}"])
+                cells += [x.get("kernel", "")] + (["does not fit", f"{x['peak_gib']:.1f} at 1"] if x["micro"] is None
+                                                  else [f"{x['micro']:,} x {x['k']}", f"{x['peak_gib']:.1f}"])
             lines.append(cells + [_hours(r["precision"][q]["hours"]) for q in precs])
         lines.append(total(nb))
     lines.append(total("all"))

@@ -35,7 +35,8 @@ DROP_PATH_RULE = "lambda*l/(N-1) over blocks l = 0..N-1 (authors' code; App. A.2
 
 def pretrain_finetune(name: str, train, test, model: RoMAEConfig, *, finetune: TrainConfig,
                       pretrain: TrainConfig | None, n_outputs: int, seed: int, key: dict,
-                      dropout: float | None = None, drop_path: float | None = None, head_overrides: dict | None = None,
+                      dropout: float | None = None, drop_path: float | None = None, dropout_at: str | None = None,
+                      head_overrides: dict | None = None,
                       metrics=("accuracy", "macro_f1"), val_data=None, eval_batch: int = 256,
                       pretrain_data=None, finetune_key: dict | None = None,
                       cache_dir=None, refresh: bool = False, checkpoints: bool = False,
@@ -44,8 +45,8 @@ def pretrain_finetune(name: str, train, test, model: RoMAEConfig, *, finetune: T
 
     train, test: datasets with values, positions, (pad_mask), labels (e.g. a `TokenDataset`).
     model: the pre-training config (encoder, decoder, positions, mask_ratio). finetune / pretrain: the
-    two TrainConfigs (pretrain=None: the same classifier trained from scratch). dropout / drop_path:
-    the classifier's encoder; head_overrides: other classifier fields (head, label_smoothing,
+    two TrainConfigs (pretrain=None: the same classifier trained from scratch). dropout / drop_path /
+    dropout_at: the classifier's encoder (EncoderConfig); head_overrides: other classifier fields (head, label_smoothing,
     head_dropout, task). key: names the data (cache key). val_data: optional held-out data whose loss
     and metrics are logged during fine-tuning (never used to pick a model). pretrain_data: pre-train on
     other (e.g. more, unlabelled) samples than the classifier is fine-tuned on; `key` then names the
@@ -58,12 +59,15 @@ def pretrain_finetune(name: str, train, test, model: RoMAEConfig, *, finetune: T
     metric_fns = resolve_metrics(metrics)
     t0 = time.perf_counter()
     pre = None
-    ft_cfg = prediction_config(model, n_outputs=n_outputs, dropout=dropout, drop_path=drop_path,
+    ft_cfg = prediction_config(model, n_outputs=n_outputs, dropout=dropout, drop_path=drop_path, dropout_at=dropout_at,
                                **(head_overrides or {}))
     if profile == "paper":  # micro_batch is not in the cache key: it changes memory, not the result
         pre_tokens = plan.tokens_of(train if pretrain_data is None else pretrain_data)
-        pretrain = pretrain and plan.fit_memory(pretrain, model, pre_tokens, "pretrain", profile)
-        finetune = plan.fit_memory(finetune, ft_cfg, plan.tokens_of(train), "finetune", profile)
+        pre_data = train if pretrain_data is None else pretrain_data
+        pretrain = pretrain and plan.fit_memory(pretrain, model, pre_tokens, "pretrain", profile,
+                                                padded=plan.is_padded(pre_data))
+        finetune = plan.fit_memory(finetune, ft_cfg, plan.tokens_of(train), "finetune", profile,
+                                   padded=plan.is_padded(train))
     if pretrain is not None:  # the seed drives initialisation, data order and masks of both stages
         pre = fit_cached(f"{name}_pretrain", RoMAEForPreTraining, model, train if pretrain_data is None else pretrain_data,
                          dataclasses.replace(pretrain, seed=seed), key, seed=seed, cache_dir=cache_dir,

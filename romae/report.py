@@ -20,13 +20,14 @@ import json
 import math
 import os
 import platform
+import re
 from pathlib import Path
 
 import pandas as pd
 import torch
 
 from . import runtime
-from .reference import artefacts, paper_values
+from .reference import paper_values
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORTS = ROOT / "reports"
@@ -152,8 +153,8 @@ def save_table(df: pd.DataFrame, name: str, reports_dir: str | Path | None = Non
         return csv, md
     _note_modules()
     folder.mkdir(parents=True, exist_ok=True)
-    df.to_csv(csv, index=False)
-    md.write_text(_markdown(df))
+    write_atomic(csv, df)
+    write_atomic(md, _markdown(df))
     return csv, md
 
 
@@ -354,6 +355,24 @@ def record(experiment: str, setting: str, metric: str, ours: float, *, profile: 
     return row
 
 
+def write_atomic(path: str | Path, content: str | pd.DataFrame) -> Path:
+    """Write text (or a table, as CSV without its index) to `path` through a temporary file of this process
+    and os.replace: a reader, or another run writing at the same time, never sees a half-written file."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        if isinstance(content, pd.DataFrame):
+            content.to_csv(tmp, index=False)
+        else:
+            with open(tmp, "w", encoding="utf-8", newline="") as f:
+                f.write(content)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path
+
+
 def upsert_results(rows: pd.DataFrame, path: Path) -> None:
     """Put `rows` into the results file `path`, replacing rows with the same (experiment, setting, metric,
     profile); written through a temporary file and os.replace, so a kill never leaves it truncated."""
@@ -361,10 +380,7 @@ def upsert_results(rows: pd.DataFrame, path: Path) -> None:
     old = pd.read_csv(path) if path.exists() else pd.DataFrame(columns=RESULT_COLUMNS)
     key = ["experiment", "setting", "metric", "profile"]
     keep = old[~old.set_index(key).index.isin(rows.set_index(key).index)] if len(old) else old
-    merged = pd.concat([keep, rows], ignore_index=True)[RESULT_COLUMNS]
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    merged.to_csv(tmp, index=False)
-    os.replace(tmp, path)
+    write_atomic(path, pd.concat([keep, rows], ignore_index=True)[RESULT_COLUMNS])
 
 
 def status(paper: float, ours: float, rule: str, tolerance: float, better: str = "", who: str = "the paper") -> str:
@@ -529,8 +545,8 @@ def build_summary(reports_dir: str | Path | None = None) -> pd.DataFrame:
     summary = summary.sort_values(["experiment", "setting", "metric", "_rank"], kind="stable")
     summary = summary.drop(columns="_rank").reset_index(drop=True)
     folder.mkdir(parents=True, exist_ok=True)
-    summary.to_csv(folder / "summary.csv", index=False)
-    (folder / "SUMMARY.md").write_text(_summary_markdown(summary, folder))
+    write_atomic(folder / "summary.csv", summary)
+    write_atomic(folder / "SUMMARY.md", _summary_markdown(summary, folder))
     return summary
 
 
@@ -667,7 +683,7 @@ def difference_text(res: dict, unit: str = "", replicates: str = "seeds") -> str
 
 
 # verdicts printed by the rule this module used before the t interval: '+0.008 +- 0.0037 (2 se, 2 seeds): ...'
-_OLD_RULE = __import__("re").compile(
+_OLD_RULE = re.compile(
     r"(?P<diff>[+-]?[0-9.]+(?:e[+-]?\d+)?) \+- (?P<two_se>[0-9.]+(?:e[+-]?\d+)?)(?P<unit> [^()]*?)? "
     r"\(2 se, (?P<n>\d+) (?P<what>[^)]*)\): (?P<verdict>resolved: [^;]*?|equal within \+-(?P<margin>[0-9.e+-]+)"
     r"|not resolved at this scale)(?=;|$)")

@@ -408,8 +408,7 @@ def redact_file(path: Path, redact) -> bool:
         text = f.read()
     new = redact(text)
     if new != text:
-        with open(path, "w", encoding="utf-8", newline="") as f:
-            f.write(new)
+        report.write_atomic(path, new)
     return new != text
 
 
@@ -612,7 +611,7 @@ def add_runs_section(reports: Path) -> None:
                  "paper's tables they make were not regenerated at the paper's scale (their rows above come from "
                  "other profiles, if any).\n\n")
     path = reports / "SUMMARY.md"
-    path.write_text(path.read_text() + text + report._markdown(runs))
+    report.write_atomic(path, path.read_text() + text + report._markdown(runs))
 
 
 def paper_skipped(runs: pd.DataFrame) -> list[str]:
@@ -662,7 +661,7 @@ def build_variants(reports: Path) -> pd.DataFrame:
                 f"`executed/{v.notebook}.ipynb`; page: `../../html/variants/{v.variant}.html`.\n\n")
         path = folder / "SUMMARY.md"
         body = path.read_text()
-        path.write_text(head + ("#" + body if body.startswith("# ") else body))  # its title, one level down
+        report.write_atomic(path, head + ("#" + body if body.startswith("# ") else body))  # its title, one level down
     if len(table):
         listed = table.assign(variant=[f"[{v}](variants/{v}/) ([summary](variants/{v}/SUMMARY.md))"
                                        for v in table.variant])
@@ -671,7 +670,7 @@ def build_variants(reports: Path) -> pd.DataFrame:
                 "figures, `results.csv`, provenance record and summary; none of their rows is in the tables above "
                 "or in the paper artefacts' status. `code`: current or stale, as above.\n\n")
         path = reports / "SUMMARY.md"
-        path.write_text(path.read_text() + text + report._markdown(listed))
+        report.write_atomic(path, path.read_text() + text + report._markdown(listed))
     return table
 
 
@@ -730,7 +729,7 @@ def render_notebooks(reports: Path, force: bool = False) -> list[Path]:
             if page.parent != html_dir:  # one folder down: MathJax is one level up
                 body = body.replace(MATHJAX_URL, "../" + MATHJAX_URL)
             page.parent.mkdir(parents=True, exist_ok=True)
-            page.write_text(redactor(reports)(body), encoding="utf-8")  # the executed copy is clean already
+            report.write_atomic(page, redactor(reports)(body))  # the executed copy is clean already
         pages.append(page)
     return pages
 
@@ -837,9 +836,7 @@ since, else <strong>stale</strong>, naming the files changed.</p>
 {_html_table(runs, "runs")}
 </body></html>
 """
-    path = reports / "index.html"
-    path.write_text(redactor(reports)(body), encoding="utf-8")
-    return path
+    return report.write_atomic(reports / "index.html", redactor(reports)(body))
 
 
 # ---------------------------------------------------------------- command line

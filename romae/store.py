@@ -22,14 +22,22 @@ index), the raw values through `value_transform`, pad_mask and labels. Options o
 the files), applied in this order: `max_per_variable` (thin each variable's observations evenly to at
 most this many, as ATAT caps each band), `keep(flag, time)` (which observations to keep, e.g. an alert
 mask; if none passes, the first one is kept), `max_tokens` (an evenly spaced subset of at most this many).
+A batch is selected and gathered with array operations over all its samples, not a Python loop per
+sample: a batch of 16,384 light curves has to be ready before the GPU's step is done. Only `keep` runs
+sample by sample (it may look at the whole light curve, as the alert mask looks for the trigger). Which
+observations a view keeps is worked out once per sample and cached: a bool per observation of the store
+(plus one per sample), e.g. ~180 MB for 1.8 M light curves of ~100 observations, shared by the view's
+subsets, held by each process.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import shutil
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -38,6 +46,11 @@ import pandas as pd
 import torch
 
 from .builders import _py
+
+try:
+    import fcntl
+except ImportError:  # Windows: no advisory locks (one builder at a time is then the user's to ensure)
+    fcntl = None
 
 FORMAT = 1
 ARRAYS = ("values", "time", "variable", "flag", "offsets", "labels")
@@ -94,19 +107,62 @@ def write_shard(folder: str | Path, name: str, obs: pd.DataFrame, *, id: str, ti
     return save_arrays(folder / name, arrays, meta)
 
 
+@contextlib.contextmanager
+def build_lock(path: str | Path):
+    """Hold `<path>.lock` (an exclusive flock beside the folder `path`) for the `with` block: wrap "is it
+    built? else build it" in it, so that of several processes building the same store at once (a multi-GPU
+    launch on an empty cache) one builds and the others wait, then find it built. The kernel drops the lock
+    of a process that dies (kill -9 too). Where locks cannot be taken (no fcntl, a read-only folder), no lock."""
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        f = open(path.with_name(f".{path.name}.lock"), "a") if fcntl is not None else None
+    except OSError:
+        f = None
+    if f is None:
+        yield
+        return
+    with f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield  # released when the file is closed
+
+
 def save_arrays(path: str | Path, arrays: dict[str, np.ndarray], meta: dict) -> Path:
-    """Write a folder `path` of `<name>.npy` arrays and `meta.json`, built under a temporary name and renamed
-    when complete: a reader sees the whole folder or none of it (an interrupted write leaves no `path`)."""
+    """Write a folder `path` of `<name>.npy` arrays and `meta.json`, built under a temporary name of this
+    process and renamed when complete: a reader sees the whole folder or none of it (an interrupted write
+    leaves no `path`), and a complete `path` another process wrote meanwhile is kept (same content: the
+    same key), never deleted under its readers. Several builders: see `build_lock`."""
     final = Path(path)
-    tmp = final.with_name(f".{final.name}.part")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    for k, a in arrays.items():
-        np.save(tmp / f"{k}.npy", a)
-    (tmp / "meta.json").write_text(json.dumps(meta, default=str))
-    shutil.rmtree(final, ignore_errors=True)
-    os.replace(tmp, final)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}.part-"))
+    try:
+        for k, a in arrays.items():
+            np.save(tmp / f"{k}.npy", a)
+        (tmp / "meta.json").write_text(json.dumps(meta, default=str))
+        if (final / "meta.json").is_file():  # finished by another process meanwhile
+            shutil.rmtree(tmp, ignore_errors=True)
+            return final
+        shutil.rmtree(final, ignore_errors=True)  # an incomplete one (no meta.json): nobody reads it
+        os.replace(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     return final
+
+
+def save_table(table: pd.DataFrame, path: str | Path) -> Path:
+    """`table` as CSV at `path`, through a temporary file of this process and a rename: a reader (or a
+    process killed while writing) never leaves a half-written table under `path`."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
+    os.close(fd)
+    try:
+        table.to_csv(tmp, index=False)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
 
 
 def load_arrays(path: str | Path, names: Sequence[str]) -> tuple[dict[str, np.ndarray], dict]:
@@ -153,6 +209,7 @@ class TokenStore:
         self.value_columns, self.variables, self.classes = first["value"], first["variables"], first["classes"]
         self.keep, self.max_per_variable, self.max_tokens = keep, max_per_variable, max_tokens
         self.time_scale, self.value_transform, self.name = time_scale, value_transform, name
+        self._chosen: dict[int, tuple] = {}  # shard -> (options, kept? [n_obs] bool, worked out? [n] bool)
         sizes = [len(s.labels) for s in self.shards]
         self._shard_of = np.repeat(np.arange(len(sizes)), sizes)
         self._local = np.concatenate([np.arange(n) for n in sizes])
@@ -201,41 +258,31 @@ class TokenStore:
 
     def sample(self, i: int) -> dict[str, np.ndarray]:
         """Sample i of the view after `keep` and thinning: values [n, C], time [n] (raw), variable [n], flag [n]."""
-        g = self.index[i]
-        sh, j = self.shards[self._shard_of[g]], self._local[g]
-        a, b = int(sh.offsets[j]), int(sh.offsets[j + 1])
-        out = dict(values=np.asarray(sh.values[a:b]), time=np.asarray(sh.time[a:b]),
-                   variable=np.asarray(sh.variable[a:b]), flag=np.asarray(sh.flag[a:b]))
-        sel = np.ones(b - a, bool)
-        if self.max_per_variable is not None:  # first, on the whole sample (ATAT thins before its alert mask)
-            for v in np.unique(out["variable"]):
-                where = np.flatnonzero(out["variable"] == v)
-                if len(where) > self.max_per_variable:
-                    sel[where] = False
-                    sel[where[_even(len(where), self.max_per_variable)]] = True
-        if self.keep is not None:
-            kept = sel & np.asarray(self.keep(out["flag"], out["time"]), bool)
-            sel = kept if kept.any() else sel & (np.cumsum(sel) == 1)  # nothing passes: the first point only
-        idx = np.flatnonzero(sel)
-        if self.max_tokens is not None and len(idx) > self.max_tokens:
-            idx = idx[_even(len(idx), self.max_tokens)]
-        return {k: v[idx] for k, v in out.items()}
+        (sh, _, obs, _), = self._kept(np.atleast_1d(self.index[i]))
+        return dict(values=np.asarray(sh.values[obs]), time=np.asarray(sh.time[obs]),
+                    variable=np.asarray(sh.variable[obs]), flag=np.asarray(sh.flag[obs]))
 
     def batch(self, idx: torch.Tensor) -> dict[str, torch.Tensor]:
         """idx [B] -> values [B, N, C] float32, positions [B, 2, N] float64 (time, variable), pad_mask [B, N],
         labels [B] (when the store has labels); N = the batch's longest sample."""
-        idx = torch.as_tensor(idx).tolist()
-        rows = [self.sample(i) for i in idx]
-        N, C = max(len(r["time"]) for r in rows), self.token_dim
-        values = np.zeros((len(rows), N, C), np.float32)
-        pos = np.zeros((len(rows), 2, N), np.float64)
-        pad = np.ones((len(rows), N), bool)
-        for k, r in enumerate(rows):
-            n = len(r["time"])
-            values[k, :n] = r["values"]
-            pos[k, 0, :n] = (r["time"] - r["time"][0]) * self.time_scale
-            pos[k, 1, :n] = r["variable"]
-            pad[k, :n] = False
+        idx = np.asarray(torch.as_tensor(idx).cpu(), dtype=np.int64).reshape(-1)
+        parts = self._kept(self.index[idx])
+        n = np.zeros(len(idx), np.int64)
+        for _, rows, _, k in parts:
+            n[rows] = k
+        N, C = int(n.max()), self.token_dim
+        values = np.zeros((len(idx), N, C), np.float32)
+        pos = np.zeros((len(idx), 2, N), np.float64)
+        pad = np.arange(N)[None] >= n[:, None]
+        for sh, rows, obs, k in parts:  # kept observation i of sample r (its m-th) -> [r, m] of the batch
+            first, i = np.cumsum(k) - k, np.arange(len(obs))
+            at = i + np.repeat(rows * N - first, k)  # in values [B, N, C] as [B * N, C]
+            for c in range(C):  # column by column: 1-D gathers and scatters (written by pandas, the columns lie apart)
+                values.reshape(-1, C)[:, c][at] = np.take(sh.values[:, c], obs)
+            t = np.take(sh.time, obs)
+            at = i + np.repeat(rows * 2 * N - first, k)  # in positions [B, 2, N] flattened
+            pos.reshape(-1)[at] = (t - np.repeat(t[first], k)) * self.time_scale
+            pos.reshape(-1)[at + N] = np.take(sh.variable, obs)
         v = torch.from_numpy(values)
         if self.value_transform is not None:
             v = self.value_transform(v).masked_fill(torch.from_numpy(pad)[..., None], 0.0)
@@ -245,15 +292,94 @@ class TokenStore:
             out["labels"] = torch.as_tensor(labels, dtype=torch.long)
         return out
 
+    def _kept(self, g: np.ndarray) -> list[tuple]:
+        """The observations the view keeps of the samples `g` (global numbers), as (shard, rows, obs, n) for each
+        shard holding some of them: `rows` the positions in g of its samples, `obs` the indices in the shard's
+        arrays of their kept observations (sample after sample, each in time order), `n` how many each keeps."""
+        out, shard_of = [], self._shard_of[g]
+        for s in np.unique(shard_of):
+            rows = np.flatnonzero(shard_of == s)
+            sh, j = self.shards[s], self._local[g[rows]]
+            obs, seg = _spans(np.asarray(sh.offsets[j]), np.asarray(sh.offsets[j + 1]))
+            sel = self._chosen_of(s, j)[obs]
+            out.append((sh, rows, obs[sel], np.bincount(seg[sel], minlength=len(j))))
+        return out
+
+    def _chosen_of(self, s: int, j: np.ndarray) -> np.ndarray:
+        """Shard s's bool per observation, kept by the view or not, worked out (`_choose`) for its samples j that
+        were not yet, then cached (see the module docstring) for later batches, epochs and subsets."""
+        opts = (self.keep, self.max_per_variable, self.max_tokens)
+        cached = self._chosen.get(s)
+        if cached is None or cached[0] != opts:
+            sh = self.shards[s]
+            cached = self._chosen[s] = (opts, np.zeros(len(sh.time), bool), np.zeros(len(sh.labels), bool))
+        _, chosen, done = cached
+        todo = np.unique(j[~done[j]])
+        if len(todo):
+            obs, sel = self._choose(s, todo)
+            chosen[obs] = sel
+            done[todo] = True  # after the choice: another thread never reads one not yet written
+        return chosen
+
+    def _choose(self, s: int, j: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The options' rules (module docstring) for the samples j of shard s, all at once: (obs, sel) their
+        observations (sample after sample) and which are kept. Groups laid end to end ((variable, sample) after
+        a stable sort by variable, or samples) and `_even_mask` stand for the loops over samples and variables;
+        only `keep` is called sample by sample, on the whole sample."""
+        sh = self.shards[s]
+        start, stop = np.asarray(sh.offsets[j]), np.asarray(sh.offsets[j + 1])
+        (obs, seg), n = _spans(start, stop), stop - start
+        sel = np.ones(len(obs), bool)
+        if self.max_per_variable is not None:  # first, on the whole sample (ATAT thins before its alert mask)
+            var = np.asarray(sh.variable[obs])
+            sel[np.argsort(var, kind="stable")] = _even_mask(np.bincount(var.astype(np.int64) * len(j) + seg),
+                                                             self.max_per_variable)
+        if self.keep is not None:
+            kept = np.empty(len(obs), bool)
+            for a, b, o in zip(start.tolist(), stop.tolist(), (np.cumsum(n) - n).tolist()):
+                kept[o:o + b - a] = np.asarray(self.keep(np.asarray(sh.flag[a:b]), np.asarray(sh.time[a:b])), bool)
+            kept &= sel
+            first = sel & (_within(np.cumsum(sel), n) == 1)  # each sample's first selected point
+            sel = kept | (first & (np.bincount(seg[kept], minlength=len(j)) == 0)[seg])  # if none passes
+        if self.max_tokens is not None:
+            where = np.flatnonzero(sel)
+            sel[where[~_even_mask(np.bincount(seg[where], minlength=len(j)), self.max_tokens)]] = False
+        return obs, sel
+
     def __repr__(self) -> str:
         return (f"TokenStore({len(self)} samples in {len(self.shards)} shard(s) of {self.folder}, values "
                 f"{self.value_columns}, {len(self.variables)} variables"
                 + (f", {len(self.classes)} classes" if self.classes else "") + ")")
 
 
-def _even(n: int, k: int) -> np.ndarray:
-    """k of range(n) spread evenly, first and last included (k < n): ATAT's `linspace(0, n - 1, k).astype(int)`."""
-    return np.linspace(0, n - 1, k).astype(np.int64)
+def _even_mask(counts: np.ndarray, k: int) -> np.ndarray:
+    """Over groups laid end to end (sizes `counts`), the members kept: all of a group of at most k, and of a group
+    of c > k the k spread evenly, first and last included, ATAT's `linspace(0, c - 1, k).astype(int)`: computed for
+    all groups at once with linspace's own arithmetic (i * ((c - 1) / (k - 1)), the last c - 1), bit for bit."""
+    counts = np.asarray(counts, np.int64)
+    mask = np.repeat(counts <= k, counts)
+    big = np.flatnonzero(counts > k)
+    if len(big):
+        c = counts[big]
+        r = np.zeros((len(c), 1), np.int64)
+        if k > 1:
+            r = (np.arange(k, dtype=np.float64) * ((c - 1) / (k - 1))[:, None]).astype(np.int64)
+            r[:, -1] = c - 1
+        mask[((np.cumsum(counts)[big] - c)[:, None] + r).ravel()] = True
+    return mask
+
+
+def _spans(start: np.ndarray, stop: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The ranges start[i]:stop[i] end to end -> (their indices, which range each index is of)."""
+    n = stop - start
+    which = np.repeat(np.arange(len(n)), n)
+    return np.arange(len(which)) + np.repeat(start - (np.cumsum(n) - n), n), which
+
+
+def _within(cum: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """A running total `cum` over groups laid end to end (sizes n) -> the running total within each group."""
+    before = np.concatenate([[0], cum])[np.cumsum(n) - n]  # the total before each group
+    return cum - np.repeat(before, n)
 
 
 __all__ = ["TokenStore", "has_shard", "write_shard"]

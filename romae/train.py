@@ -12,8 +12,13 @@ from the checkpoint, gives identical weights, dropout and in-forward random mask
 because the RNG states are saved and each epoch's order is a function of (seed, epoch) alone.
 
 An out_dir is guarded: one fit at a time (an flock on out_dir/.lock), resume refuses a changed
-configuration unless told, checkpoints carry sha256 sums of their files, and the checkpoint before the
-last is kept as checkpoint.prev/ while a run is unfinished, to resume from if checkpoint/ is corrupted.
+configuration or other data unless told, checkpoints carry sha256 sums of their files, and the checkpoint
+before the last is kept as checkpoint.prev/ while a run is unfinished, to resume from if checkpoint/ is
+corrupted.
+
+This module is the loop (schedule, steps, gradient accumulation, deferred checks, evaluation, `predict`,
+`fit_cached`); `romae.feeding` brings the batches (datasets, order, sharding, feeding a device) and
+`romae.checkpoint` saves and resumes (checkpoints, RNG states, the lock, history and configuration checks).
 """
 
 from __future__ import annotations
@@ -22,13 +27,9 @@ import contextlib
 import dataclasses
 import json
 import math
-import os
 import random
-import shutil
-import socket
 import time
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -38,40 +39,13 @@ import torch
 from accelerate import Accelerator
 from accelerate.state import AcceleratorState
 from accelerate.utils import broadcast_object_list, gather_object
-from safetensors.torch import load_file, save_file
 from torch.optim.lr_scheduler import LambdaLR
-from torch.utils.data import default_collate
 from tqdm import tqdm  # plain text bars: no ipywidgets needed in notebooks
 
-from romae.config import TrainConfig
-from romae import masking, runtime
-from romae.data.files import sha256
-
-try:
-    import fcntl
-except ImportError:  # Windows: no flock, so out_dir is not locked there
-    fcntl = None
-
-
-class ArrayDataset:
-    """Tensors sharing dim 0 as a dataset: item i is `{name: tensor[i]}`, `batch(idx)` slices them all."""
-
-    def __init__(self, **tensors):
-        self.tensors = {k: torch.as_tensor(v) for k, v in tensors.items()}
-        lengths = {len(t) for t in self.tensors.values()}
-        if len(lengths) != 1:
-            raise ValueError(f"tensors must share their first dimension, got lengths {sorted(lengths)}")
-        self._len = lengths.pop()
-
-    def __len__(self) -> int:
-        return self._len
-
-    def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
-        return {k: t[i] for k, t in self.tensors.items()}
-
-    def batch(self, idx: torch.Tensor) -> dict[str, torch.Tensor]:
-        """idx: [B] long -> {name: [B, ...]} in one indexing op per tensor (no per-item collation)."""
-        return {k: t[idx] for k, t in self.tensors.items()}
+from romae.config import TrainConfig, check_whole
+from romae import checkpoint, feeding, masking, runtime
+from romae.checkpoint import load_checkpoint, load_state, read_config
+from romae.feeding import ArrayDataset
 
 
 @dataclass
@@ -123,312 +97,10 @@ def _make_optimizer(params, cfg: TrainConfig) -> torch.optim.Optimizer:
     return torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
 
 
-def _shard(perm: torch.Tensor, b: int, batch_size: int, rank: int, n_proc: int) -> torch.Tensor:
-    """Indices of process `rank` in global batch `b` of the epoch's permutation `perm`: [<= batch_size]."""
-    g = perm[b * batch_size * n_proc : (b + 1) * batch_size * n_proc]
-    if len(g) < batch_size * n_proc and n_proc > 1:
-        # Short last batch: pad to a multiple of n_proc from the epoch's start (as DistributedSampler)
-        # and split evenly, so no process gets an empty batch and DDP never waits on a missing rank.
-        per = math.ceil(len(g) / n_proc)
-        g = torch.cat([g, perm[: per * n_proc - len(g)]])
-        return g[rank * per : (rank + 1) * per]
-    return g[rank * batch_size : (rank + 1) * batch_size]
-
-
-def _bucketed(perm: torch.Tensor, lengths: torch.Tensor, batch: int, buckets: int,
-              generator: torch.Generator) -> torch.Tensor:
-    """An epoch order whose consecutive `batch`-sized slices hold samples of similar length.
-
-    The shuffled order `perm` is cut into windows of `buckets` batches; each window is sorted by length and
-    cut into batches, and the order of all whole batches is shuffled (a last partial batch stays last, so
-    batch b is still perm[b * batch:(b + 1) * batch]). Each sample is still seen once per epoch; with
-    padding trimmed per batch (`romae.masking.trim_padding`) a batch costs about its own length, not the
-    longest sample's. Depends on (perm, generator) only, so a resumed run rebuilds the same order.
-    """
-    window = batch * buckets
-    parts = [w[lengths[w].argsort(stable=True)] for w in perm.split(window)]
-    order = torch.cat(parts)
-    n_full = len(order) // batch
-    full = order[: n_full * batch].view(n_full, batch)
-    full = full[torch.randperm(n_full, generator=generator)].reshape(-1)
-    return torch.cat((full, order[n_full * batch:]))
-
-
-def _lengths(data) -> torch.Tensor:
-    """Real tokens per sample (from the dataset's pad_mask) for length bucketing."""
-    if hasattr(data, "lengths"):  # e.g. a romae.store.TokenStore
-        return torch.as_tensor(data.lengths)
-    pad = getattr(data, "tensors", {}).get("pad_mask")
-    if pad is None:
-        raise ValueError("length_buckets needs a dataset with a pad_mask (an ArrayDataset / TokenDataset) "
-                         "or a `lengths` attribute (a TokenStore)")
-    return (~pad).sum(1)
-
-
-def _fetch(data, idx: torch.Tensor) -> dict:
-    """idx: [B] -> batch dict, via the dataset's vectorised `batch` if it has one."""
-    if hasattr(data, "batch"):
-        return data.batch(idx)
-    return default_collate([data[i] for i in idx.tolist()])
-
-
-RESIDENT_SHARE = 0.05  # an ArrayDataset taking at most this share of the accelerator's memory (and of what is
-#                        free) moves there: within the headroom romae.plan leaves above its planned peak
-
-
-def _feed_mode(data, dev: torch.device) -> str:
-    """How training batches reach `dev`: "host" (the CPU trains: batches as they are), "resident" (an
-    ArrayDataset within RESIDENT_SHARE of the device's memory is moved there once and batched there) or "prefetch" (the next batch
-    is gathered by a thread, into pinned memory, while this one trains)."""
-    if dev.type == "cpu":
-        return "host"
-    if isinstance(data, ArrayDataset) and dev.type == "cuda":
-        size = sum(t.numel() * t.element_size() for t in data.tensors.values())
-        free, total = torch.cuda.mem_get_info(dev)
-        if size <= RESIDENT_SHARE * min(free, total):
-            return "resident"
-    return "prefetch"
-
-
-class _Feeder:
-    """Training batches for `fit`, gathered as `_feed_mode` says: the same batches, in the same order, as
-    gathering each on the host when it is due. Only indexing runs ahead (no random draws: a transform's
-    draws stay in the training thread, in order), so seeds and resumes are unchanged."""
-
-    def __init__(self, data, dev: torch.device, mode: str):
-        self.mode, self.dev, self.ahead = mode, dev, None
-        self.data = ArrayDataset(**{k: v.to(dev) for k, v in data.tensors.items()}) if mode == "resident" else data
-        self.pool = ThreadPoolExecutor(1, thread_name_prefix="romae-prefetch") if mode == "prefetch" else None
-
-    def _gather(self, idx: torch.Tensor) -> dict:
-        if self.mode == "resident":
-            return _fetch(self.data, idx.to(self.dev, non_blocking=True))
-        batch = _fetch(self.data, idx)
-        if self.mode == "prefetch" and self.dev.type == "cuda":  # pinned: the copy to the GPU is asynchronous
-            batch = {k: v.pin_memory() if torch.is_tensor(v) else v for k, v in batch.items()}
-        return batch
-
-    def get(self, idx: torch.Tensor, following: torch.Tensor | None = None) -> dict:
-        """The batch of `idx`; starts gathering the batch of `following` (the next step's) if prefetching."""
-        ahead, self.ahead = self.ahead, None
-        batch = ahead[1].result() if ahead is not None and torch.equal(ahead[0], idx) else self._gather(idx)
-        if self.pool is not None and following is not None:
-            self.ahead = (following, self.pool.submit(self._gather, following))
-        return batch
-
-    def close(self) -> None:
-        if self.pool is not None:
-            self.pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _to_device(batch: dict, device) -> dict:
-    return {k: v.to(device, non_blocking=True) if torch.is_tensor(v) else v for k, v in batch.items()}
-
-
 def _seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)  # also seeds every CUDA device
-
-
-def _rng_state() -> dict:
-    state = {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate()}
-    if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    return state
-
-
-def _set_rng_state(state: dict) -> None:
-    torch.set_rng_state(state["torch"])
-    np.random.set_state(state["numpy"])
-    random.setstate(state["python"])
-    if "cuda" in state and torch.cuda.is_available() and len(state["cuda"]) == torch.cuda.device_count():
-        torch.cuda.set_rng_state_all(state["cuda"])
-
-
-# A run's out_dir: checkpoint/ is the newest checkpoint; checkpoint.prev/ the one before it, kept while the
-# run is unfinished to fall back to if checkpoint/ turns out corrupted; checkpoint.old/ exists only in the
-# middle of a swap, checkpoint.tmp-<pid>/ while that process writes a new one, and .lock while a fit runs.
-_WEIGHTS, _STATE, _CONFIG = "model.safetensors", "train_state.pt", "config.json"
-
-
-def _sibling(ckpt: Path, suffix: str) -> Path:
-    return ckpt.with_name(f"{ckpt.name}.{suffix}")
-
-
-def _checkpoint_file(path: str | Path, name: str) -> Path:
-    """Accept a checkpoint directory, a run's out_dir (holding checkpoint/) or the file itself."""
-    path = Path(path)
-    for candidate in (path, path / name, path / "checkpoint" / name):
-        if candidate.is_file():
-            return candidate
-    raise FileNotFoundError(f"no {name} at {path} (nor in {path / 'checkpoint'})")
-
-
-def _json(file: Path):
-    return json.loads(file.read_text(errors="replace"))  # garbled bytes fail as JSON, not as UTF-8
-
-
-def _load_checked(file: Path, checksums: dict, loader):
-    """loader(file), once file matches its sha256 in `checksums` (if listed there) -> ValueError naming the
-    file when it is missing, corrupted or unreadable."""
-    if not file.is_file():
-        raise ValueError(f"{file} is missing")
-    # A flipped bit in tensor data loads without complaint: only the checksum notices it.
-    if file.name in checksums and sha256(file) != checksums[file.name]:
-        raise ValueError(f"{file} is corrupted: its sha256 differs from the one saved in {_CONFIG}")
-    try:
-        return loader(file)
-    except Exception as e:  # cut short or garbled: safetensors, zip, pickle and JSON errors alike
-        raise ValueError(f"{file} is unreadable ({type(e).__name__}: {e})") from e
-
-
-def _read_checkpoint(folder: Path) -> tuple[dict, dict, dict]:
-    """(weights, train_state, config) of a checkpoint folder, checked against the sha256 sums in its
-    config.json; checkpoints from before those sums were saved are only checked by loading them."""
-    config = _load_checked(folder / _CONFIG, {}, _json)
-    sums = config.get("checksums", {})
-    weights = _load_checked(folder / _WEIGHTS, sums, partial(load_file, device="cpu"))
-    state = _load_checked(folder / _STATE, sums, partial(torch.load, map_location="cpu", weights_only=False))
-    return weights, state, config
-
-
-def load_state(path: str | Path) -> dict[str, torch.Tensor]:
-    """The weights of a checkpoint (a checkpoint folder, a run's out_dir, or the .safetensors file), checked
-    against the sha256 in the config.json beside them when it has one (ValueError if they differ)."""
-    file = _checkpoint_file(path, _WEIGHTS)
-    config = file.with_name(_CONFIG)
-    sums = _load_checked(config, {}, _json).get("checksums", {}) if config.is_file() else {}
-    return _load_checked(file, sums, partial(load_file, device="cpu"))
-
-
-def load_checkpoint(model: torch.nn.Module, path: str | Path, strict: bool = True):
-    """Load model.safetensors into `model`; returns load_state_dict's (missing_keys, unexpected_keys)."""
-    return model.load_state_dict(load_state(path), strict=strict)  # copies onto the parameters' own device
-
-
-def read_config(path: str | Path) -> dict:
-    """The config.json saved beside a checkpoint: the model config, "train" (TrainConfig), "step",
-    "total_steps" and "checksums" (sha256 of the checkpoint's other files)."""
-    return _load_checked(_checkpoint_file(path, _CONFIG), {}, _json)
-
-
-def _save_checkpoint(ckpt: Path, accelerator, model, train_state: dict, mine: dict, config: dict,
-                     keep_prev: bool = True) -> None:
-    """Write checkpoint/ atomically: fill checkpoint.tmp-<pid>, then swap it in; a crash leaves an intact
-    copy. The replaced checkpoint becomes checkpoint.prev/ (replacing the older one), or with
-    `keep_prev=False` is deleted, with any prev. config.json records the other files' sha256.
-
-    `mine` is this process's own state (RNGs, log window); one per process is kept, by rank.
-    """
-    ranks = gather_object([{**mine, "rng": _rng_state()}])  # a collective: every process calls it
-    if accelerator.is_main_process:
-        tmp, old = _sibling(ckpt, f"tmp-{os.getpid()}"), _sibling(ckpt, "old")  # tmp: no process shares it
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        # copy=True also un-shares tied tensors, which safetensors refuses to save.
-        state = {k: v.detach().to("cpu", copy=True).contiguous() for k, v in model.state_dict().items()}
-        save_file(state, tmp / _WEIGHTS)
-        torch.save({**train_state, "ranks": ranks}, tmp / _STATE)
-        sums = {name: sha256(tmp / name) for name in (_WEIGHTS, _STATE)}
-        config = {**config, "checksums": sums}
-        (tmp / _CONFIG).write_text(json.dumps(config, indent=2, sort_keys=True, default=str))
-        if ckpt.exists():
-            shutil.rmtree(old, ignore_errors=True)
-            ckpt.rename(old)  # killed before the next rename: fit's start moves it back (_repair_swap)
-        tmp.rename(ckpt)
-        _retire_old(ckpt, keep_prev)
-    accelerator.wait_for_everyone()
-
-
-def _retire_old(ckpt: Path, keep_prev: bool = True) -> None:
-    """The last part of a swap: checkpoint.old/ (the replaced checkpoint) becomes checkpoint.prev/ or goes."""
-    old, prev = _sibling(ckpt, "old"), _sibling(ckpt, "prev")
-    if keep_prev and not old.exists():
-        return
-    shutil.rmtree(prev, ignore_errors=True)
-    if keep_prev:
-        old.rename(prev)
-    else:
-        shutil.rmtree(old, ignore_errors=True)
-
-
-def _repair_swap(ckpt: Path) -> None:
-    """Finish what a process killed inside _save_checkpoint left (the caller holds the lock: no one else
-    writes here): checkpoint.old/ is put back if the new checkpoint never arrived, else retired as prev."""
-    old = _sibling(ckpt, "old")
-    if old.exists() and not ckpt.exists():
-        old.rename(ckpt)
-    _retire_old(ckpt)
-    for tmp in ckpt.parent.glob(f"{ckpt.name}.tmp*"):  # half-written by dead processes
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _settle_checkpoint(ckpt: Path) -> tuple[dict, dict, dict] | None:
-    """(weights, train_state, config) of the checkpoint to resume from, read and checked, or None if there
-    is none. If checkpoint/ is bad (a file missing, corrupted or unreadable) but checkpoint.prev/ is good,
-    warn, keep the bad one as checkpoint.corrupt/ and move prev in its place; if neither is, ValueError."""
-    prev = _sibling(ckpt, "prev")
-    if not ckpt.exists() and not prev.exists():
-        return None
-    try:
-        if ckpt.exists():
-            return _read_checkpoint(ckpt)
-        problem = f"{ckpt} is missing"
-    except ValueError as e:
-        problem = str(e)
-    try:
-        if not prev.exists():
-            raise ValueError(f"there is no {prev}")
-        loaded = _read_checkpoint(prev)
-    except ValueError as e:
-        raise ValueError(f"cannot resume: {problem}; no good previous checkpoint either ({e}). Start over with "
-                         "resume=False, or use a fresh out_dir") from None
-    warnings.warn(f"{problem}; resuming from the previous checkpoint (step {loaded[1]['step']}) instead, the "
-                  f"bad one is kept as {ckpt.name}.corrupt", stacklevel=2)
-    if ckpt.exists():
-        corrupt = _sibling(ckpt, "corrupt")
-        shutil.rmtree(corrupt, ignore_errors=True)
-        ckpt.rename(corrupt)  # out of the way, so the next save does not keep it as prev
-    prev.rename(ckpt)
-    return loaded
-
-
-@contextlib.contextmanager
-def _lock(out_dir: str | Path):
-    """Hold out_dir/.lock exclusively for the `with` block, or raise RuntimeError naming its holder.
-
-    An flock, which the kernel drops when its process dies (kill -9 too): a lock file left behind never
-    blocks. The file is removed on the way out, so a process that opened it just before must check that
-    the file it locked is still the one named .lock.
-    """
-    path = Path(out_dir) / ".lock"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if fcntl is None:
-        yield
-        return
-    while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            pid, host = (os.read(fd, 256).decode(errors="replace").split() + ["?", "?"])[:2]
-            os.close(fd)
-            raise RuntimeError(f"another fit (pid {pid} on host {host}) is using {out_dir}; wait for it or use "
-                               "another out_dir") from None
-        try:
-            if os.path.samestat(os.fstat(fd), os.stat(path)):
-                break
-        except FileNotFoundError:
-            pass
-        os.close(fd)  # its holder removed it meanwhile: lock the new one
-    try:
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()} {socket.gethostname()}\n".encode())
-        yield
-    finally:
-        path.unlink(missing_ok=True)  # before unlocking: see above
-        os.close(fd)
 
 
 @contextlib.contextmanager
@@ -463,49 +135,6 @@ def _on_main(accelerator, fn):
     return result
 
 
-# TrainConfig fields that change only what is shown, never the weights: a resumed run may change them.
-_DISPLAY_ONLY = ("progress", "log_every", "compile")  # equal results (compile: up to rounding)
-_ABSENT = "(absent)"
-
-
-def _diff(saved: dict, now: dict, prefix: str = "") -> dict[str, dict]:
-    """{dotted name: {"saved": a, "now": b}} for each entry that differs; nested dicts entry by entry."""
-    changes = {}
-    for key in sorted(saved.keys() | now.keys()):
-        a, b = saved.get(key, _ABSENT), now.get(key, _ABSENT)
-        if isinstance(a, dict) and isinstance(b, dict):
-            changes.update(_diff(a, b, f"{prefix}{key}."))
-        elif a != b:
-            changes[f"{prefix}{key}"] = {"saved": a, "now": b}
-    return changes
-
-
-def _config_changes(saved: dict, now: dict) -> dict[str, dict]:
-    """How `now` ({**model config, "train": TrainConfig dict}) differs from a checkpoint's config.json,
-    display-only fields aside; the model config counts only when both sides have one."""
-    def comparable(config: dict) -> dict:
-        # as config.json reads back: tuples are lists (betas), other objects strings
-        config = json.loads(json.dumps(config, default=str))
-        config = {k: v for k, v in config.items() if k not in ("step", "total_steps", "checksums")}
-        if isinstance(config.get("train"), dict):
-            config["train"] = {k: v for k, v in config["train"].items() if k not in _DISPLAY_ONLY}
-        return config
-
-    saved, now = comparable(saved), comparable(now)
-    keys = {"train"} & saved.keys() & now.keys()
-    if saved.keys() - {"train"} and now.keys() - {"train"}:
-        keys |= (saved.keys() | now.keys()) - {"train"}
-    return _diff({k: v for k, v in saved.items() if k in keys}, {k: v for k, v in now.items() if k in keys})
-
-
-def _config_error(ckpt: Path, changes: dict) -> str:
-    show = lambda v: v if v == _ABSENT else json.dumps(v)  # noqa: E731
-    lines = "".join(f"\n  {name}: {show(c['saved'])} -> {show(c['now'])}" for name, c in changes.items())
-    return (f"{ckpt} was saved with another configuration:{lines}\nResuming would go on with its optimizer "
-            "state and schedule under the new settings. Use a fresh out_dir, resume=False to start over, or "
-            "allow_config_change=True to continue anyway.")
-
-
 def _apply_settings(optimizer, scheduler, cfg: TrainConfig, step: int, total_steps: int, warmup: int) -> None:
     """After loading a checkpoint's optimiser and scheduler state under a changed TrainConfig: use cfg's
     learning rate, schedule, betas / momentum and weight decay from here on (the loaded state keeps the
@@ -520,34 +149,6 @@ def _apply_settings(optimizer, scheduler, cfg: TrainConfig, step: int, total_ste
         group["lr"] = lr_at(step, total_steps, warmup, cfg.lr)  # what step `step` (0-based) runs at
     scheduler.base_lrs = [cfg.lr] * len(optimizer.param_groups)
     scheduler.lr_lambdas = [partial(_lr_factor, total_steps=total_steps, warmup_steps=warmup)] * len(optimizer.param_groups)
-
-
-def _append(path: Path | None, row: dict) -> None:
-    if path is not None:
-        with path.open("a") as f:
-            f.write(json.dumps(row) + "\n")
-
-
-def _read_history(path: Path) -> list[dict]:
-    """The rows of history.jsonl. A last line cut short (no newline after it, not JSON: the process was
-    killed while writing it) is dropped with a warning; any other bad line is a ValueError."""
-    lines = path.read_text(errors="replace").split("\n")  # ends with "" when the file ends with a newline
-    rows = []
-    for i, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except ValueError:
-            row = None
-        if isinstance(row, dict) and "step" in row:
-            rows.append(row)
-        elif i == len(lines):
-            warnings.warn(f"dropped a partial last line of {path} (line {i}, cut short by a kill)", stacklevel=3)
-        else:
-            raise ValueError(f"{path}, line {i} is not a history row: {line[:80]!r}; fix or delete that line "
-                             "(or start over with resume=False)")
-    return rows
 
 
 def _nonfinite(value: float, step: int) -> RuntimeError:
@@ -590,16 +191,6 @@ def _checked(loss: torch.Tensor, step: int, check: bool) -> float | torch.Tensor
     return value
 
 
-def _n_samples(batch: dict) -> int:
-    return next(len(v) for v in batch.values() if torch.is_tensor(v))
-
-
-def _micro_batches(batch: dict, size: int) -> list[dict]:
-    """A batch dict cut along dim 0 into pieces of `size` samples (the last may be smaller)."""
-    n = _n_samples(batch)
-    return [{k: v[i:i + size] if torch.is_tensor(v) else v for k, v in batch.items()} for i in range(0, n, size)]
-
-
 def _accumulate(model, inner, batch: dict, accelerator, params: list, cfg: TrainConfig, step: int,
                 check: bool) -> float | torch.Tensor:
     """Gradients of the whole global batch's loss from micro-batch forwards -> the batch's loss.
@@ -610,7 +201,7 @@ def _accumulate(model, inner, batch: dict, accelerator, params: list, cfg: Train
     sums' gradients are added up (DDP synchronises only at the last), and the gradients are divided by the
     count summed over micro-batches and processes. So k micro-batches on P processes give the update of one
     batch of the same samples in one forward, up to float rounding."""
-    pieces = _micro_batches(batch, cfg.micro_batch or _n_samples(batch))
+    pieces = feeding.micro_batches(batch, cfg.micro_batch or feeding.n_samples(batch))
     sums, counts = [], []
     for i, piece in enumerate(pieces):
         last = i == len(pieces) - 1
@@ -619,7 +210,7 @@ def _accumulate(model, inner, batch: dict, accelerator, params: list, cfg: Train
             _checked(loss, step, check)
             count = getattr(inner, "loss_count", None)
             if count is None:
-                count = _n_samples(piece)
+                count = feeding.n_samples(piece)
             count = torch.as_tensor(count, dtype=loss.dtype, device=loss.device).detach()
             accelerator.backward(loss * count)
         sums.append(loss.detach() * count)
@@ -637,7 +228,9 @@ def _accumulate(model, inner, batch: dict, accelerator, params: list, cfg: Train
 
 
 def _check_losses(pending: list[tuple[int, torch.Tensor]]) -> None:
-    """Raise for the first non-finite loss among the unchecked (step, loss) pairs; one device sync."""
+    """Raise for the first input check that failed since the last call (masking.flush_checks), then for the
+    first non-finite loss among the unchecked (step, loss) pairs; one device sync each."""
+    masking.flush_checks()
     if pending:
         values = torch.stack([loss for _, loss in pending]).tolist()
         bad = next(((s, v) for (s, _), v in zip(pending, values) if not math.isfinite(v)), None)
@@ -650,23 +243,16 @@ def _check_losses(pending: list[tuple[int, torch.Tensor]]) -> None:
 def _naming_samples(data, idx: torch.Tensor, what: str):
     """Re-raise a model's BadSample (a sample named by its position in the batch) naming the sample's
     index in `data` (and its id), so a shuffled batch does not hide which sample is bad."""
+    def rename(e: masking.BadSample) -> masking.BadSample:
+        return e.at(masking.name_sample(data, int(idx[e.sample]), what))
+
     try:
-        yield
+        with masking.naming(rename):  # a deferred check read later still names this batch's sample
+            yield
     except masking.BadSample as e:
-        raise e.at(masking.name_sample(data, int(idx[e.sample]), what)) from None
-
-
-def _batches(data, batch_size: int, rank: int = 0, n_proc: int = 1):
-    """Whole batches of `data` in order, dealt round-robin to processes: yields (idx, batch dict)."""
-    for start in range(rank * batch_size, len(data), batch_size * n_proc):
-        idx = torch.arange(start, min(start + batch_size, len(data)))
-        yield idx, _fetch(data, idx)
-
-
-def _model_keys(model, batch: dict) -> dict:
-    """The batch entries the model's forward takes (its ACCEPTS), or all of them."""
-    accepts = getattr(model, "ACCEPTS", None)
-    return batch if accepts is None else {k: v for k, v in batch.items() if k in accepts}
+        if e.named:  # a deferred check of an earlier batch, named already
+            raise
+        raise rename(e) from None
 
 
 @torch.no_grad()
@@ -678,9 +264,9 @@ def _evaluate(model, data, batch_size: int, accelerator, metrics: dict | None = 
     model.eval()
     n_proc, sums = accelerator.num_processes, torch.zeros(2, dtype=torch.float64, device=accelerator.device)
     outputs, labels = [], []
-    for idx, batch in _batches(data, batch_size, accelerator.process_index, n_proc):
+    for idx, batch in feeding.batches(data, batch_size, accelerator.process_index, n_proc):
         with _naming_samples(data, idx, "the validation data"):
-            out, loss = model(**_to_device(batch, accelerator.device))
+            out, loss = model(**feeding.to_device(batch, accelerator.device))
         count = getattr(model, "loss_count", None)  # what the loss averaged over (real hidden tokens, weights)
         count = sums.new_tensor(len(idx)) if count is None else count.detach().to(sums)
         sums += torch.stack([loss.detach().double() * count, count])
@@ -741,8 +327,8 @@ def predict(model: torch.nn.Module, data, batch_size: int = 256, device: str | t
     show = n_batches > 20 if progress is None else progress
     outs = []
     try:
-        for idx, batch in tqdm(_batches(data, batch_size), total=n_batches, disable=not show, desc="predict"):
-            batch = _to_device({k: v for k, v in _model_keys(model, batch).items() if k != "labels"}, dev)
+        for idx, batch in tqdm(feeding.batches(data, batch_size), total=n_batches, disable=not show, desc="predict"):
+            batch = feeding.to_device({k: v for k, v in feeding.model_keys(model, batch).items() if k != "labels"}, dev)
             with _naming_samples(data, idx, "the data"):
                 outs.append(model(**batch)[0].float().cpu())
     finally:
@@ -782,7 +368,42 @@ def fit(model: torch.nn.Module, train_data, cfg: TrainConfig, *, val_data=None,
     `allow_config_change`: then training goes on under the new settings (lr, schedule, betas, weight decay,
     clipping; another optimizer is refused) and a {"event": "config_changed"} history row records them. A corrupted
     checkpoint/ is set aside with a warning and checkpoint.prev/ resumed instead, when that one is good.
+
+    If fit fails or is interrupted, `model` is given back as it came (its weights, device and mode): what was
+    learnt until then is in out_dir's checkpoint, if any, never half in the caller's model.
     """
+    if not isinstance(cfg, TrainConfig):
+        raise TypeError(f"fit: cfg must be a romae.TrainConfig, got {type(cfg).__name__}")
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"fit: model must be a torch.nn.Module, got {type(model).__name__}")
+    max_steps = check_whole("fit", "max_steps", max_steps, 0, none=True)
+    before = _snapshot(model)
+    try:
+        return _fit(model, train_data, cfg, val_data=val_data, out_dir=out_dir, resume=resume, config=config,
+                    callback=callback, device=device, max_steps=max_steps, metrics=metrics,
+                    allow_config_change=allow_config_change, transform=transform)
+    except BaseException:
+        _restore(model, before)
+        raise
+
+
+def _snapshot(model: torch.nn.Module) -> dict:
+    """What `_restore` needs to give `model` back as it is now: a CPU copy of its state, device and mode."""
+    first = next(iter(model.parameters()), None)
+    return {"state": {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()},
+            "device": first.device if first is not None else None, "training": model.training}
+
+
+def _restore(model: torch.nn.Module, before: dict) -> None:
+    with torch.no_grad():
+        model.load_state_dict(before["state"])
+    if before["device"] is not None:
+        model.to(before["device"])
+    model.train(before["training"])
+
+
+def _fit(model, train_data, cfg: TrainConfig, *, val_data, out_dir, resume, config, callback, device, max_steps,
+         metrics, allow_config_change, transform) -> FitResult:
     from .metrics import resolve_metrics  # metrics imports nothing from here
 
     metric_fns = resolve_metrics(metrics)
@@ -818,7 +439,7 @@ def fit(model: torch.nn.Module, train_data, cfg: TrainConfig, *, val_data=None,
     if warmup >= total_steps and total_steps > 1 and not rt.dry_run:
         warnings.warn(f"warm-up ({warmup} steps) is not shorter than the whole run ({total_steps} steps): the "
                       f"learning rate never reaches lr={cfg.lr} and never decays; set warmup_fraction (e.g. 0.1) "
-                      "or fewer warmup_steps", stacklevel=2)
+                      "or fewer warmup_steps", stacklevel=3)
 
     optimizer = _make_optimizer(model.parameters(), cfg)
     # Stepped by us once per optimiser step, so it is not prepared: Accelerate would step it per process.
@@ -835,24 +456,25 @@ def fit(model: torch.nn.Module, train_data, cfg: TrainConfig, *, val_data=None,
     with contextlib.ExitStack() as held:  # out_dir's lock, released when fit ends, however it ends
         held.enter_context(_matmul_precision(precision))
         if out is not None:
-            _on_main(accelerator, lambda: held.enter_context(_lock(out)))
-            _on_main(accelerator, lambda: _repair_swap(ckpt))
+            _on_main(accelerator, lambda: held.enter_context(checkpoint.lock(out)))
+            _on_main(accelerator, lambda: checkpoint.repair_swap(ckpt))
 
         step, seconds, history, rng = 0, 0.0, [], None
+        fingerprint = feeding.data_fingerprint(train_data) if out is not None else None  # checked on resume
         window = {"loss": 0.0, "grad_norm": 0.0, "n": 0}  # running sums since the last history row
         found = None  # the main process reads the checkpoint while checking it; the others read it after
 
         def settle():
             nonlocal found
-            found = _settle_checkpoint(ckpt)
+            found = checkpoint.settle(ckpt)
             return found is not None
 
         resumed = resume and out is not None and _on_main(accelerator, settle)
         if resumed:
-            weights, state, saved = found or _read_checkpoint(ckpt)
-            changes = _config_changes(saved, saved_config)
+            weights, state, saved = found or checkpoint.read(ckpt)
+            changes = checkpoint.config_changes(saved, saved_config)
             if changes and not allow_config_change:
-                raise ValueError(_config_error(ckpt, changes))
+                raise ValueError(checkpoint.config_error(ckpt, changes))
             if state["steps_per_epoch"] != steps_per_epoch:
                 raise ValueError(f"checkpoint has {state['steps_per_epoch']} steps/epoch, this run "
                                  f"{steps_per_epoch}: same data, batch size and process count are needed")
@@ -868,8 +490,12 @@ def fit(model: torch.nn.Module, train_data, cfg: TrainConfig, *, val_data=None,
                 _apply_settings(optimizer, scheduler, cfg, step, total_steps, warmup)
             mine = state["ranks"][rank] if rank < len(state["ranks"]) else state["ranks"][0]
             rng, window = mine["rng"], mine["window"]
-            if hist_path.exists():  # rows after the checkpoint are redone
-                history = [r for r in _read_history(hist_path) if r["step"] <= step]
+            if state.get("data") is not None and state["data"] != fingerprint:
+                raise ValueError(f"{ckpt} was trained on other data than this run's (the training data's "
+                                 f"fingerprint, {len(train_data)} samples, differs from the checkpoint's): resuming "
+                                 "would mix two datasets. Use a fresh out_dir, or resume=False")
+            on_disk = [r for r in checkpoint.read_history(hist_path) if r["step"] <= step] if hist_path.exists() else None
+            history = checkpoint.checked_history(on_disk, state.get("history"), hist_path, step)
             if changes and step < stop:  # recorded when training goes on under them
                 history.append({"step": step, "event": "config_changed", "changes": changes})
         if hist_path is not None and main:
@@ -877,12 +503,12 @@ def fit(model: torch.nn.Module, train_data, cfg: TrainConfig, *, val_data=None,
         if step >= stop:
             return FitResult(accelerator.unwrap_model(model, keep_fp32_wrapper=False), history, step, out)
         if rng is not None:
-            _set_rng_state(rng)  # last, so nothing between here and the first batch draws from the RNGs
+            checkpoint.set_rng_state(rng)  # last, so nothing between here and the first batch draws from the RNGs
 
         def log(row):
             history.append(row)
             if main:
-                _append(hist_path, row)
+                checkpoint.append_row(hist_path, row)
 
         # The checkpoint a save replaces is kept as prev only if it is this run's own: not on a fresh start
         # (it would be another run's), nor at the end (a finished run is not continued, nor falls back).
@@ -890,9 +516,10 @@ def fit(model: torch.nn.Module, train_data, cfg: TrainConfig, *, val_data=None,
         params = [p for p in model.parameters() if p.requires_grad]
         # the loss is read back every step on the CPU (free), and checked in batches on accelerators
         deferred, pending = masking._async_checks(dev), []
+        held.enter_context(masking.deferred_checks())  # input checks on an accelerator: read with the losses
         train_model, compiling = (compile_model(model), True) if cfg.compile else (model, False)
-        lengths = _lengths(train_data) if cfg.length_buckets else None
-        feeder = _Feeder(train_data, dev, _feed_mode(train_data, dev))
+        lengths = feeding.lengths(train_data) if cfg.length_buckets else None
+        feeder = feeding.Feeder(train_data, dev, feeding.feed_mode(train_data, dev))
         held.callback(feeder.close)
         bar = tqdm(total=stop, initial=step, disable=not (cfg.progress and main), desc="train")
         t0 = time.perf_counter() - seconds
@@ -903,13 +530,13 @@ def fit(model: torch.nn.Module, train_data, cfg: TrainConfig, *, val_data=None,
             gen = torch.Generator().manual_seed(cfg.seed + epoch)
             perm = torch.randperm(len(train_data), generator=gen)
             if cfg.length_buckets:
-                perm = _bucketed(perm, lengths, cfg.batch_size * n_proc, cfg.length_buckets, gen)
+                perm = feeding.bucketed(perm, lengths, cfg.batch_size * n_proc, cfg.length_buckets, gen)
             for b in range(step - epoch * steps_per_epoch, steps_per_epoch):
-                idx = _shard(perm, b, cfg.batch_size, rank, n_proc)
-                following = _shard(perm, b + 1, cfg.batch_size, rank, n_proc) if b + 1 < min(
+                idx = feeding.shard(perm, b, cfg.batch_size, rank, n_proc)
+                following = feeding.shard(perm, b + 1, cfg.batch_size, rank, n_proc) if b + 1 < min(
                     steps_per_epoch, stop - epoch * steps_per_epoch) else None
                 batch = feeder.get(idx, following)
-                batch = _to_device(batch if transform is None else transform(batch), dev)
+                batch = feeding.to_device(batch if transform is None else transform(batch), dev)
                 lr = optimizer.param_groups[0]["lr"]  # the rate this step uses
                 t_step = time.perf_counter()
                 with _naming_samples(train_data, idx, "the training data"):
@@ -948,10 +575,11 @@ def fit(model: torch.nn.Module, train_data, cfg: TrainConfig, *, val_data=None,
                     _check_losses(pending)
                     train_state = {"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
                                    "step": step, "epoch": epoch, "steps_per_epoch": steps_per_epoch,
-                                   "seconds": time.perf_counter() - t0}
+                                   "seconds": time.perf_counter() - t0, "data": fingerprint,
+                                   "history": list(history)}
                     mine = {"window": {**window, "loss": float(window["loss"]),
                                        "grad_norm": float(window["grad_norm"])}}
-                    _save_checkpoint(ckpt, accelerator, inner, train_state, mine,
+                    checkpoint.save(ckpt, accelerator, inner, train_state, mine,
                                      {**saved_config, "step": step, "total_steps": total_steps},
                                      keep_prev=keep_prev and step < total_steps)
                     keep_prev = True
@@ -976,8 +604,10 @@ def fit_cached(name: str, model_cls, model_cfg, data, cfg: TrainConfig, key: dic
     of tensors), or load the result from the results cache -> {state_dict, history, steps, seconds, run_id}.
 
     `key` names the data (and anything else that changes the model); the model and training configs
-    are added to it, minus the progress bar. `checkpoints`: keep checkpoints and history.jsonl in
-    <repo>/runs/<name>-<hash>/ so an interrupted run resumes; `refresh` retrains from scratch.
+    are added to it, minus what does not change the result (the progress bar, the micro-batch, the checkpoint
+    schedule). `checkpoints`: keep checkpoints and history.jsonl in <repo>/runs/<name>-<hash>/ so an
+    interrupted run resumes (always, when cfg.checkpoint_every is set: the plan's schedule for the paper
+    profile); `refresh` retrains from scratch.
     `pretrained`: encoder weights loaded with `model.load_encoder` before training (the key must name
     them, e.g. by the pre-training's cache key). Other keywords (val_data, metrics) go to `fit`.
     """
@@ -986,7 +616,7 @@ def fit_cached(name: str, model_cls, model_cfg, data, cfg: TrainConfig, key: dic
     rt = runtime.current()
     # micro_batch is how the batch goes through memory, not what is learnt (equal up to rounding): a run
     # planned for another GPU's memory is the same run; processes (a planning fact) counts once set
-    train = {k: v for k, v in cfg.to_dict().items() if k not in ("progress", "micro_batch")}
+    train = {k: v for k, v in cfg.to_dict().items() if k not in ("progress", "micro_batch", "checkpoint_every")}
     if train["processes"] is None:
         del train["processes"]
     key = dict(key, model=model_cfg.to_dict(), train=train, init_seed=seed)
@@ -999,6 +629,7 @@ def fit_cached(name: str, model_cls, model_cfg, data, cfg: TrainConfig, key: dic
     modules = producers(depth=1, extra=(model_cls.__module__,))
     code = code_version(modules=modules)
     run_id = f"{name}-{config_hash(dict(key, code=code))}"
+    checkpoints = checkpoints or cfg.checkpoint_every is not None  # a schedule asked for (romae.plan): kept
     out_dir = Path(__file__).resolve().parents[1] / "runs" / run_id if checkpoints and not rt.dry_run else None
 
     def compute():
@@ -1028,3 +659,8 @@ def compile_model(model: torch.nn.Module) -> torch.nn.Module:
 
     inductor_config.fallback_random = True
     return torch.compile(model)
+
+
+# the public API; load_checkpoint, load_state and read_config live in romae.checkpoint and are re-exported here
+__all__ = ["ArrayDataset", "FitResult", "compile_model", "fit", "fit_cached", "load_checkpoint", "load_state", "lr_at",
+           "predict", "read_config", "training_seconds"]

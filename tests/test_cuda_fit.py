@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from romae import train
+from romae import feeding
 from romae.config import RoMAEConfig, TrainConfig, size
 from romae.model import RoMAEForPrediction, RoMAEForPreTraining
 from romae.train import ArrayDataset, fit
@@ -60,11 +60,36 @@ def test_micro_batches_on_cuda_give_the_whole_batch_update():
         torch.testing.assert_close(whole[k], micro[k], rtol=1e-4, atol=1e-5, msg=k)
 
 
-def test_deferred_nonfinite_check_names_the_step():
-    data = tokens()
-    data.tensors["values"][:, 3] = float("nan")  # every sample: the first logged step must refuse it
-    with pytest.raises((RuntimeError, ValueError), match="non-finite|not finite"):
-        fit(model("finetune"), data, cfg(log_every=2), device="cuda")
+_BAD_INPUTS = """
+import sys, torch
+sys.path.insert(0, "tests")
+from test_cuda_fit import tokens, model, cfg
+from romae.train import fit
+data = tokens(padded=False)
+data.tensors[{key!r}][{where}] = {value}
+try:
+    fit(model("finetune"), data, cfg(log_every=2), device="cuda")
+except ValueError as e:
+    print("REFUSED", e)
+# the CUDA context is still usable: no device-side assert was raised
+print("AFTER", float(torch.ones(3, device="cuda").sum()))
+"""
+
+
+@pytest.mark.parametrize("key, where, value, message", [
+    ("values", "5, 3, 0", 'float("nan")', "values must be finite, found nan in sample 5 of the training data, token 3"),
+    ("labels", "7", "9", "class labels must lie in [0, n_outputs=3), found 9"),
+])
+def test_bad_inputs_on_cuda_are_refused_clearly_and_leave_the_device_usable(key, where, value, message):
+    # in a subprocess: were it a device-side assert, it would poison the CUDA context of every later test
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, "-c", _BAD_INPUTS.format(key=key, where=where, value=value)], cwd=root,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and message in out.stdout and "AFTER 3.0" in out.stdout, out.stdout + out.stderr
 
 
 def test_fused_attention_with_padding_ignores_padded_tokens():
@@ -79,11 +104,11 @@ def test_fused_attention_with_padding_ignores_padded_tokens():
 @pytest.mark.parametrize("mode", ["resident", "prefetch"])
 def test_feeding_modes_on_cuda(mode, monkeypatch):
     ref = fit(model("finetune"), tokens(), cfg(), device="cuda").model.state_dict()
-    monkeypatch.setattr(train, "_feed_mode", lambda data, dev: mode)
+    monkeypatch.setattr(feeding, "feed_mode", lambda data, dev: mode)
     got = fit(model("finetune"), tokens(), cfg(), device="cuda").model.state_dict()
     for k in ref:
         torch.testing.assert_close(ref[k], got[k], rtol=1e-5, atol=1e-6, msg=k)
 
 
 def test_small_dataset_is_resident_on_the_gpu():
-    assert train._feed_mode(tokens(), torch.device("cuda")) == "resident"
+    assert feeding.feed_mode(tokens(), torch.device("cuda")) == "resident"

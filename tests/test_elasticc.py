@@ -16,7 +16,7 @@ from romae.data import catalog, files
 from romae.data import elasticc as E
 from romae.data import lightcurves as LC
 from romae.experiments import elasticc as X
-from romae.train import _lengths
+from romae.feeding import lengths as _lengths
 
 SAMPLE = files.data_root() / "elasticc" / E.SAMPLE
 HEAD = SAMPLE / "MLAG_HOSTLIB_ALLCLASS_NONIaMODEL0-0010_HEAD.FITS.gz"

@@ -236,7 +236,7 @@ def test_model_predictions_do_not_depend_on_batching():
 
 
 def test_bucketed_order_is_a_permutation_with_similar_lengths():
-    from romae.train import _bucketed
+    from romae.feeding import bucketed as _bucketed
 
     lengths = torch.randint(1, 1000, (103,))
     perm = torch.randperm(103, generator=torch.Generator().manual_seed(0))
@@ -270,7 +270,7 @@ def test_fit_applies_transform_and_buckets():
     with pytest.raises(ValueError, match="length_buckets needs a dataset with a pad_mask"):
         fit(RoMAEForPreTraining(run.model_config()), ArrayDataset(values=torch.randn(n, N, 1),
                                                                   positions=torch.rand(n, 2, N)), cfg, device="cpu")
-    with pytest.raises(ValueError, match="length_buckets must be >= 0"):
+    with pytest.raises(ValueError, match=r"TrainConfig.length_buckets must be a whole number >= 0"):
         TrainConfig(length_buckets=-1)
 
 

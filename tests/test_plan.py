@@ -128,10 +128,13 @@ def test_fit_memory(monkeypatch):
     assert small.micro_batch is not None and 1024 % small.micro_batch == 0 and small.micro_batch < 1024
     assert plan.fit_memory(t.train, t.model, t.n_tokens, "finetune", "quick") is t.train  # paper profile only
     monkeypatch.setenv("ROMAE_GPU_MEMORY", "1000")
-    assert plan.fit_memory(t.train, t.model, t.n_tokens, "finetune", "paper") is t.train  # the whole batch fits
+    whole = plan.fit_memory(t.train, t.model, t.n_tokens, "finetune", "paper")  # the whole batch fits
+    assert whole.micro_batch is None and whole.checkpoint_every is not None  # a checkpoint schedule all the same
     monkeypatch.delenv("ROMAE_GPU_MEMORY")
     monkeypatch.setenv("ROMAE_DEVICE", "cpu")
-    assert plan.fit_memory(t.train, t.model, t.n_tokens, "finetune", "paper") is t.train  # no device memory known
+    cpu = plan.fit_memory(t.train, t.model, t.n_tokens, "finetune", "paper")  # no device memory known
+    assert cpu.micro_batch is None and cpu.checkpoint_every == plan.checkpoint_steps(
+        plan.Training("", "finetune", t.model, t.train, t.n_tokens, samples=1), device="cpu")
 
 
 def test_every_paper_training_fits_80_gb(paper_plan):

@@ -106,8 +106,16 @@ class _HostReads(TorchDispatchMode):
 
 @pytest.fixture
 def accelerator_checks(monkeypatch):
-    """The CPU takes the path of an accelerator: checks asynchronous, the loss not read every step."""
+    """The CPU takes the path of an accelerator: checks deferred (as within fit), the loss not read every step,
+    and never a device-side assert."""
     monkeypatch.setattr(romae.masking, "_async_checks", lambda device: True)
+    monkeypatch.setattr(torch, "_assert_async", _no_device_asserts)
+    with romae.masking.deferred_checks():
+        yield
+
+
+def _no_device_asserts(*args, **kwargs):
+    raise AssertionError("a device-side assert: on CUDA it leaves the context unusable")
 
 
 @pytest.mark.parametrize("padded", [False, True])
@@ -143,12 +151,57 @@ def test_prediction_step_reads_nothing_back(accelerator_checks, head):
     assert reads.seen == []
 
 
-def test_async_check_still_fails_on_bad_input(accelerator_checks):
+def test_deferred_check_fails_at_the_flush_with_the_full_message(accelerator_checks):
     cfg = RoMAEConfig(token_dim=4, n_axes=1, encoder=size("tiny", depth=1), decoder=size("tiny-shallow"))
     values = torch.randn(2, 6, 4)
     values[1, 2, 0] = float("nan")
-    with pytest.raises(RuntimeError, match="values must be finite"):  # _assert_async's error
-        RoMAEForPreTraining(cfg)(values, torch.arange(6.0).expand(2, 1, 6))
+    RoMAEForPreTraining(cfg)(values, torch.arange(6.0).expand(2, 1, 6))  # launched, not read back
+    with pytest.raises(ValueError, match=r"values must be finite, found nan in sample 1 of the batch, token 2"):
+        romae.masking.flush_checks()
+    romae.masking.flush_checks()  # read once: nothing left
+
+
+def test_checks_outside_a_deferred_collection_are_read_at_once_on_an_accelerator(monkeypatch):
+    monkeypatch.setattr(romae.masking, "_async_checks", lambda device: True)
+    monkeypatch.setattr(torch, "_assert_async", _no_device_asserts)
+    cfg = RoMAEConfig(token_dim=4, n_axes=1, encoder=size("tiny", depth=1), n_outputs=3)
+    model = RoMAEForPrediction(cfg)
+    with pytest.raises(ValueError, match=r"class labels must lie in \[0, n_outputs=3\), found 7"):
+        model(torch.randn(2, 6, 4), torch.arange(6.0).expand(2, 1, 6), labels=torch.tensor([1, 7]))
+
+
+@pytest.mark.parametrize("bad", ["values", "positions", "labels", "float_labels", "max_len"])
+def test_fit_on_the_accelerator_path_refuses_bad_inputs_naming_the_dataset_sample(monkeypatch, bad):
+    # what a CUDA run meets, on the CPU: every check deferred to the next logged step, the error naming the
+    # sample by its index in the dataset, and the forward never handed an out-of-range index (no kernel assert)
+    monkeypatch.setattr(romae.masking, "_async_checks", lambda device: True)
+    monkeypatch.setattr(torch, "_assert_async", _no_device_asserts)
+    g = torch.Generator().manual_seed(0)
+    n, N = 32, 8
+    values, positions = torch.randn(n, N, 4, generator=g), torch.arange(float(N)).expand(n, 1, N).clone()
+    regression = bad == "float_labels"
+    labels = torch.randn(n, generator=g) if regression else torch.randint(0, 3, (n,), generator=g)
+    cfg = RoMAEConfig(token_dim=4, n_axes=1, encoder=size("tiny", depth=1), n_outputs=1 if regression else 3,
+                      task="regression" if regression else "classification",
+                      pos_encoding="absolute" if bad == "max_len" else "rope", max_len=N if bad == "max_len" else 4096)
+    expected = {"values": "values must be finite, found inf in sample 21 of the training data, token 4",
+                "positions": "positions must be finite, found nan in sample 21 of the training data, token 4",
+                "labels": "class labels must lie in [0, n_outputs=3), found -2",
+                "float_labels": "labels must be finite, found nan for sample 21 of the training data",
+                "max_len": "more tokens than max_len=8 rows of the absolute sin/cos table"}[bad]
+    if bad == "values":
+        values[21, 4, 1] = float("inf")
+    elif bad == "positions":
+        positions[21, 0, 4] = float("nan")
+    elif bad == "labels":
+        labels[21] = -2
+    elif bad == "float_labels":
+        labels[21] = float("nan")
+    data = ArrayDataset(values=values, positions=positions, labels=labels)
+    train_cfg = TrainConfig(epochs=2, batch_size=8, lr=1e-3, warmup_steps=0, log_every=3, progress=False, seed=0)
+    with pytest.raises(ValueError) as info:
+        fit(RoMAEForPrediction(cfg), data, train_cfg, device="cpu")
+    assert expected in str(info.value)
 
 
 class _Lin(torch.nn.Module):

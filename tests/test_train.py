@@ -15,7 +15,8 @@ import torch
 from torch import nn
 
 from romae.config import TrainConfig
-from romae.train import ArrayDataset, _shard, fit, load_checkpoint, lr_at, read_config
+from romae.feeding import shard as _shard
+from romae.train import ArrayDataset, fit, load_checkpoint, lr_at, read_config
 
 
 class Toy(nn.Module):

@@ -24,7 +24,7 @@ import torch
 from safetensors.torch import load_file
 from torch import nn
 
-from romae import train
+from romae import checkpoint, train
 from romae.config import TrainConfig
 from romae.train import ArrayDataset, fit, load_checkpoint, load_state, read_config
 
@@ -218,7 +218,7 @@ def test_prev_is_kept_while_unfinished_and_checksums_match(tmp_path):
     stopped_run(tmp_path)
     sums = read_config(tmp_path)["checksums"]
     assert set(sums) == {"model.safetensors", "train_state.pt"}
-    assert all(train.sha256(tmp_path / "checkpoint" / f) == h for f, h in sums.items())
+    assert all(checkpoint.sha256(tmp_path / "checkpoint" / f) == h for f, h in sums.items())
     assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint", "checkpoint.prev", "history.jsonl"]
     run(tmp_path, cfg(checkpoint_every=3))  # finished: no fallback is needed any more
     assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint", "history.jsonl"]
@@ -229,15 +229,15 @@ def test_repair_after_a_crash_past_the_second_rename(tmp_path):
     for name in ("checkpoint", "checkpoint.old", "checkpoint.prev", "checkpoint.tmp-12345"):
         (tmp_path / name).mkdir()
         (tmp_path / name / "tag").write_text(name)
-    train._repair_swap(ckpt)  # the new checkpoint is in; the replaced one (.old) becomes the prev
+    checkpoint.repair_swap(ckpt)  # the new checkpoint is in; the replaced one (.old) becomes the prev
     assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint", "checkpoint.prev"]
     assert (tmp_path / "checkpoint.prev" / "tag").read_text() == "checkpoint.old"
 
 
 def test_temporary_checkpoint_folder_is_per_process(tmp_path, monkeypatch):
     written = []
-    real = train.save_file
-    monkeypatch.setattr(train, "save_file", lambda state, path: (written.append(Path(path)), real(state, path)))
+    real = checkpoint.save_file
+    monkeypatch.setattr(checkpoint, "save_file", lambda state, path: (written.append(Path(path)), real(state, path)))
     run(tmp_path, max_steps=2)
     assert [p.parent.name for p in written] == [f"checkpoint.tmp-{os.getpid()}"]
 
@@ -269,7 +269,7 @@ def test_bad_history_line_in_the_middle_raises(tmp_path):
 
 LOCK_HOLDER = textwrap.dedent("""
     import sys, time
-    from romae.train import _lock
+    from romae.checkpoint import lock as _lock
     with _lock(sys.argv[1]):
         time.sleep(300)
 """)
@@ -306,7 +306,7 @@ def test_stale_lock_file_does_not_block_and_is_released_on_errors(tmp_path):
 
 
 def test_lock_is_exclusive_within_one_process_too(tmp_path):
-    with train._lock(tmp_path):
+    with checkpoint.lock(tmp_path):
         with pytest.raises(RuntimeError, match=rf"another fit \(pid {os.getpid()} "):
             run(tmp_path)
 

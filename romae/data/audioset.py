@@ -32,19 +32,23 @@ META_URL = "http://storage.googleapis.com/us_audioset/youtube_corpus/v1/csv/{nam
 
 
 def meta_present(root=None) -> bool:
+    """Whether both lists are under <root>/audioset_meta/ and match their known SHA-256 (a file that does not is
+    not counted, so `make data` fetches it afresh; digests remembered, `files.intact`)."""
     meta = files.data_root(root) / "audioset_meta"
-    return all((meta / name).is_file() for name in KNOWN_SHA256)
+    return all(files.intact(meta / name, digest) for name, digest in KNOWN_SHA256.items())
 
 
 def download_meta(root=None, progress: bool = True) -> list[Path]:
     """Fetch the balanced training segment list and the label index into <root>/audioset_meta/ (2 MB),
-    each checked against its known SHA-256. (The audio itself is not downloadable from here: see `HF`.)"""
+    each checked against its known SHA-256 whatever a mirror serves; a copy there that differs is moved aside
+    (`<name>.corrupt`, with a warning) and fetched afresh. (The audio is not downloadable from here: see `HF`.)"""
     meta = files.data_root(root) / "audioset_meta"
     out = []
     for name, digest in KNOWN_SHA256.items():
-        if not (meta / name).is_file():
+        if not files.intact(meta / name, digest):
+            files.set_aside(meta / name, digest, names="audioset-meta")
             files.download_url(META_URL.format(name=name), meta / name, sha256=digest, progress=progress)
-        files.check_sha256(meta / name, digest)
+        files.check_sha256(meta / name, digest, "audioset-meta")
         out.append(meta / name)
     return out
 
@@ -57,7 +61,7 @@ def segments(root=None) -> tuple[list[dict], list[str]]:
         if not f.is_file():
             raise files.missing_file_error(f, HOME, "download the segment lists from the AudioSet site",
                                            names="audioset-meta")
-        files.check_sha256(f, KNOWN_SHA256[f.name])
+        files.check_sha256(f, KNOWN_SHA256[f.name], "audioset-meta")
     rows = []
     for line in seg.read_text().splitlines():
         if line.startswith("#") or not line.strip():

@@ -13,8 +13,20 @@ Names: `physionet2012`, `uea:<Name>` (any data set of the UEA/UCR archive; `uea`
 Each download goes into the data root (`files.data_root`: $ROMAE_DATA, else <repo>/data), resumes if
 it was cut short, and is checked against the publisher's checksum where there is one (Tiny ImageNet's
 MD5, PhysioNet's SHA256SUMS.txt, OpenSLR's MD5s) or a known one (the UEA files of Table 6 we hold, the
-SNANA sample, AudioSet's lists); otherwise its SHA-256 is recorded in SHA256SUMS on first download
-(trust on first use) and every later load checks it.
+SNANA sample, AudioSet's lists), whatever a mirror serves: bytes that differ are refused and nothing is
+recorded. Only where no checksum is known is its SHA-256 recorded in SHA256SUMS on first download (trust on
+first use); every later load checks it, and a SHA256SUMS line never overrides a known checksum (PhysioNet's
+archives are packed differently from the shared copies, so there either the shared copy's or PhysioNet's is
+accepted).
+
+A data set is "here" (`Dataset.present`, hence `status`, `missing` and fetch's "already here") only if its
+files match those checksums: a corrupt file is not counted, so `make data` fetches it afresh, first moving
+the bad one aside to `<file>.corrupt` with a warning naming it and both checksums; a load that meets one does
+the same and raises `files.ChecksumMismatch` with the `make data NAMES=...` command. Presence checks remember
+each file's digest by size and mtime (`files.intact`, `.verified.json` beside the data), so a big file is
+hashed once, not on every check. (LibriSpeech, ESC-50 and the ELAsTiCC training sample are unpacked from
+archives checked at download; at load, their files with a listed checksum are checked, and one moved aside
+makes the load stop rather than read fewer files.)
 
 A notebook says what it needs through its experiment module's `data_needs(profile, **parameters)`, a
 list of `Need`s; `missing(needs)` tells which are not here and `romae.reproduce` skips the notebook
@@ -65,7 +77,7 @@ def _physionet_fetch(root: Path, progress: bool) -> list[str]:
     done = []
     for s in physionet.SETS:
         path = physionet.folder(root) / f"set-{s}.tar.gz"
-        how = physionet.fetch(path.name, path, progress) if not path.is_file() else "already here"
+        how = "already here" if physionet.present(root, (s,)) else physionet.fetch(path.name, path, progress)
         physionet.archive(s, root)  # verified
         done.append(f"{path} ({how})")
     return done
@@ -84,12 +96,12 @@ FIXED = {
         note="not published; the official set (esc50) replaces it"),
     "tiny_imagenet": Dataset(
         "tiny_imagenet", "Tiny ImageNet, the official archive (64 px, 100,000 training images)", "248 MB",
-        tiny_imagenet.URL, "tiny_imagenet", lambda root: (tiny_imagenet.folder(root) / tiny_imagenet.OFFICIAL).is_file(),
+        tiny_imagenet.URL, "tiny_imagenet", lambda root: tiny_imagenet.present(root, "official"),
         lambda root, progress: tiny_imagenet.download(root, progress)),
     "tiny_imagenet-subset": Dataset(
         "tiny_imagenet-subset", "Tiny ImageNet subset of the project's shared data (32 px, 20,000 training images)",
         "35 MB", tiny_imagenet.URL, "tiny_imagenet",
-        lambda root: (tiny_imagenet.folder(root) / tiny_imagenet.SUBSET).is_file(), None,
+        lambda root: tiny_imagenet.present(root, "subset"), None,
         note="not published; the official archive (tiny_imagenet) replaces it"),
     "elasticc": Dataset(
         "elasticc", "ELAsTiCC training sample (SNANA FITS, ~1.8 M light curves)", "tens of GB", elasticc.URL,

@@ -27,7 +27,8 @@ Preprocessing and split follow ATAT (`alercebroker/ATAT` at 9544991, which the p
 
 Files live under `<root>/elasticc/` (root = $ROMAE_DATA): the full training sample as extracted from
 the official tarball (`FULL_ELASTICC_TRAIN/ELASTICC_TRAIN_<model>/...`), or any folder of HEAD/PHOT
-pairs. Files listed in `KNOWN_SHA256` (the shared sample) or in a folder's SHA256SUMS are verified;
+pairs. Files listed in `KNOWN_SHA256` (the shared sample) or in a folder's SHA256SUMS are verified (one that
+differs is moved aside to `<file>.corrupt` with an error naming it; `sample_present` does not count it);
 `download()` fetches the tarball (tens of GB; no published checksum: trusted on first use and written to
 SHA256SUMS). Conversion writes one store shard per file pair, so an interrupted one resumes.
 """
@@ -175,7 +176,8 @@ def find(root=None) -> list[Path]:
     """Every SNANA HEAD file with its PHOT twin under <root>/elasticc, sorted (the full sample if extracted
     there, else the shared sample)."""
     base = files.data_root(root) / "elasticc"
-    heads = sorted(p for p in base.rglob("*_HEAD.FITS*") if phot_file(p).is_file()) if base.is_dir() else []
+    heads = sorted(p for p in base.rglob("*_HEAD.FITS*") if p.suffix != ".corrupt" and phot_file(p).is_file()) \
+        if base.is_dir() else []  # files moved aside (`files.quarantine`) are not light curves
     full = [p for p in heads if any(part.startswith("ELASTICC_TRAIN_") for part in p.parts)]
     return full or heads
 
@@ -205,14 +207,15 @@ def check_classes(meta: pd.DataFrame, root=None) -> None:
 
 
 def verify(head: Path, root=None) -> None:
-    """Check a HEAD/PHOT pair against KNOWN_SHA256 or its folder's SHA256SUMS (files listed in neither pass)."""
+    """Check a HEAD/PHOT pair against KNOWN_SHA256 (which wins) or its folder's SHA256SUMS (files listed in
+    neither pass); a file that differs is moved aside and a ChecksumMismatch names it and the fetch command."""
     base = files.data_root(root) / "elasticc"
     for f in (head, phot_file(head)):
         rel = f.relative_to(base).as_posix() if f.is_relative_to(base) else f.name
         if rel in KNOWN_SHA256:
-            files.check_sha256(f, KNOWN_SHA256[rel])
+            files.check_sha256(f, KNOWN_SHA256[rel], "elasticc-sample")
         else:
-            files.verify_folder(f.parent, [f.name])
+            files.verify_folder(f.parent, [f.name], "elasticc")
 
 
 def convert(root=None, out: str | Path | None = None, progress: bool = True, limit: int | None = None):
@@ -229,22 +232,22 @@ def convert(root=None, out: str | Path | None = None, progress: bool = True, lim
     if not heads:
         raise files.DataMissing(missing_message(root), ("elasticc",))
     base = files.data_root(root) / "elasticc"
+    files.check_quarantined(base, "**/*.FITS*", "elasticc")  # a file moved aside: stop, not convert fewer
     rel = [h.relative_to(base).as_posix() for h in heads]
     out = Path(out) if out is not None else CACHE / "stores" / f"elasticc-{config_hash(rel)}"
     metas = []
     for head, name in tqdm(list(zip(heads, rel)), desc="ELAsTiCC FITS -> store", disable=not progress):
         shard = re.sub(r"[^A-Za-z0-9_.+-]", "_", name.replace("_HEAD.FITS.gz", "").replace("_HEAD.FITS", ""))
         meta_file = out / f"{shard}.meta.csv"
-        if store.has_shard(out, shard) and meta_file.is_file():
+        with store.build_lock(out / shard):  # several processes: one converts a file, the others wait for it
+            if not (store.has_shard(out, shard) and meta_file.is_file()):
+                verify(head, root)
+                obs, meta = read_snana(head)
+                store.write_shard(out, shard, obs, id="object_id", time="mjd", variable="band",
+                                  value=["flux", "flux_err"], flag="photflag", labels=meta.set_index("object_id").label,
+                                  variables=BANDS, classes=CLASSES, source=dict(head=name, sha256=files.sha256(head)))
+                store.save_table(meta, meta_file)
             metas.append(pd.read_csv(meta_file, dtype={"object_id": str}))
-            continue
-        verify(head, root)
-        obs, meta = read_snana(head)
-        store.write_shard(out, shard, obs, id="object_id", time="mjd", variable="band", value=["flux", "flux_err"],
-                          flag="photflag", labels=meta.set_index("object_id").label, variables=BANDS,
-                          classes=CLASSES, source=dict(head=name, sha256=files.sha256(head)))
-        meta.to_csv(meta_file, index=False)
-        metas.append(meta)
     return out, pd.concat(metas, ignore_index=True)
 
 
@@ -319,8 +322,8 @@ def download(root=None, progress: bool = True) -> Path:
     tar, out = base / Path(URL).name, base / FULL
     if present(root) and not tar.is_file():
         return out
-    if tar.is_file():  # one already here: checked against SHA256SUMS, if it lists it
-        files.verify_folder(base, [tar.name])
+    if tar.is_file():  # one already here: checked against SHA256SUMS, if it lists it (moved aside if it differs)
+        files.verify_folder(base, [tar.name], "elasticc")
 
     def unpack(tar: Path) -> None:
         with tarfile.open(tar) as t:
@@ -332,20 +335,23 @@ def download(root=None, progress: bool = True) -> Path:
 
 
 def sample_present(root=None) -> bool:
+    """Whether the SNANA sample is under <root>/elasticc/ and matches its known SHA-256 (`files.intact`)."""
     base = files.data_root(root) / "elasticc"
-    return all((base / rel).is_file() for rel in KNOWN_SHA256)
+    return all(files.intact(base / rel, digest) for rel, digest in KNOWN_SHA256.items())
 
 
 def download_sample(root=None, progress: bool = True) -> list[Path]:
     """Fetch the 200-object SNANA sample (ELAsTiCC's FITS format, one class; 3.8 MB) into
-    <root>/elasticc/snana_fits_sample/, each file checked against its known SHA-256."""
+    <root>/elasticc/snana_fits_sample/, each file checked against its known SHA-256 whatever a mirror serves;
+    a copy there that differs is moved aside (`<name>.corrupt`, with a warning) and fetched afresh."""
     base = files.data_root(root) / "elasticc"
     out = []
     for rel, digest in KNOWN_SHA256.items():
         path = base / rel
-        if not path.is_file():
+        if not files.intact(path, digest):
+            files.set_aside(path, digest, names="elasticc-sample")
             files.download_url(SAMPLE_URL.format(name=Path(rel).name), path, sha256=digest, progress=progress)
-        files.check_sha256(path, digest)
+        files.check_sha256(path, digest, "elasticc-sample")
         out.append(path)
     return out
 

@@ -10,6 +10,8 @@ Sources, under `<root>/esc50/` (root = $ROMAE_DATA):
   archive has no published checksum: it is trusted on first use and written to SHA256SUMS; clips listed
   in `original_wav_sha256.tsv` (the shared folder's hashes of 414 original WAVs) are verified. Clips are
   resampled to 16 kHz with SciPy's polyphase filter (up 160, down 441), as the shared subset was.
+A file that fails its checksum is moved aside (`<file>.corrupt`) with an error naming it; the official set
+then is not `present` (every clip esc50.csv lists must be there), so `make data NAMES=esc50` fetches it again.
 `source="auto"` takes the official clips if present, else the subset. Labels are ESC-50's `target`
 (0-49, `classes[k]` its category); `folds` the official folds 1-5 (clips of one recording share a fold).
 """
@@ -46,8 +48,8 @@ def download(root=None, progress: bool = True) -> Path:
     A download cut short resumes on the next call; a zip that does not unpack into that layout is removed
     with an error (`files.fetch_archive`)."""
     base = folder(root)
-    if (d := _official(base)) is not None:
-        return d
+    if present(root, "official"):
+        return _official(base)
     def unpack(zip_path: Path) -> None:
         with zipfile.ZipFile(zip_path) as z:
             z.extractall(base)
@@ -60,11 +62,26 @@ def download(root=None, progress: bool = True) -> Path:
 
 
 def present(root=None, source: str = "official") -> bool:
-    """Whether the official set (`source="official"`) or the shared subset ("subset") is under <root>/esc50."""
+    """Whether the official set (`source="official"`: every clip its esc50.csv lists, those with a known SHA-256
+    intact) or the shared subset ("subset": esc50.csv matching its known SHA-256, and clips) is under
+    <root>/esc50. Digests are remembered (`files.intact`): a clip is hashed once, not on every check."""
     base = folder(root)
-    if source == "official":
-        return _official(base) is not None
-    return (base / "esc50.csv").is_file() and any((base / "audio_16k").glob("*.flac"))
+    if source == "subset":
+        return files.intact(base / "esc50.csv", KNOWN_SHA256["esc50.csv"]) and any((base / "audio_16k").glob("*.flac"))
+    if (official := _official(base)) is None:
+        return False
+    try:
+        clips = pd.read_csv(official / "meta" / "esc50.csv").filename
+    except (ValueError, AttributeError, OSError):  # not the official table
+        return False
+    known = _known_clips(base)
+    return all(files.intact(official / "audio" / f, known.get(f)) for f in clips)
+
+
+def _known_clips(base: Path) -> dict:
+    """{clip: SHA-256} from `original_wav_sha256.tsv` (the shared folder's hashes of original WAVs), if it is there."""
+    known = base / "original_wav_sha256.tsv"
+    return pd.read_csv(known, sep="\t", dtype=str).set_index("filename").iloc[:, 0].to_dict() if known.is_file() else {}
 
 
 def _read(path: Path, rate: int) -> np.ndarray:
@@ -103,17 +120,18 @@ def load(root=None, source: str = "auto", download: bool = False, sample_rate: i
         meta = full = pd.read_csv(official / "meta" / "esc50.csv")
         paths = [official / "audio" / f for f in meta.filename]
         kind, where = "official", official
-        known = base / "original_wav_sha256.tsv"
-        sums = pd.read_csv(known, sep="\t", dtype=str).set_index("filename").iloc[:, 0] if known.is_file() else {}
+        sums = _known_clips(base)
         for f, p in zip(meta.filename, paths):
             if f in sums and p.is_file():
-                files.check_sha256(p, sums[f])
+                files.check_sha256(p, sums[f], "esc50")
+        files.check_quarantined(official / "audio", "*.wav", "esc50")
     else:
         csv = base / "esc50.csv"
         if not csv.is_file():
             raise files.missing_file_error(csv, URL, f"pass download=True for the official set (needs internet), "
                                                      f"or put the shared subset in {base}", names="esc50")
         files.check_sha256(csv, KNOWN_SHA256["esc50.csv"])
+        files.check_quarantined(base / "audio_16k", "*.flac")  # the subset tolerates absent clips, not corrupt ones
         meta = full = pd.read_csv(csv)
         paths = [base / "audio_16k" / f.replace(".wav", ".flac") for f in meta.filename]
         present = np.array([p.is_file() for p in paths])

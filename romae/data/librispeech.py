@@ -4,10 +4,12 @@
 
 Files under `<root>/librispeech/LibriSpeech/<split>/<speaker>/<chapter>/<utterance>.flac` (the official
 layout; root = $ROMAE_DATA). Files listed in `<root>/librispeech/SHA256SUMS` (the shared sample's four
-utterances) are verified. `download=True` fetches a split from OpenSLR (https://www.openslr.org/12; e.g.
-dev-clean 337 MB, train-clean-100 6.3 GB); OpenSLR publishes no SHA-256, so the archive is trusted on
-first use and written to SHA256SUMS. The paper pre-trains on LibriSpeech prepared with SSAST's scripts
-and a 70/30 split (`split_utterances`); which splits it used is not stated.
+utterances) are verified; one that differs is moved aside (`<file>.corrupt`) with an error naming it, and
+the split is not `present` until it is fetched again. `download=True` fetches a split from OpenSLR
+(https://www.openslr.org/12; e.g. dev-clean 337 MB, train-clean-100 6.3 GB), checked against OpenSLR's MD5
+for the splits in `KNOWN_MD5`; another split's archive is trusted on first use and written to SHA256SUMS.
+The paper pre-trains on LibriSpeech prepared with SSAST's scripts and a 70/30 split (`split_utterances`);
+which splits it used is not stated.
 """
 
 from __future__ import annotations
@@ -51,8 +53,10 @@ def download(split: str, root=None, progress: bool = True) -> Path:
 
 
 def present(split: str = "train-clean-100", root=None) -> bool:
+    """Whether the split's FLAC files are under <root>/librispeech/LibriSpeech/<split>/, none moved aside after
+    failing its checksum (`files.quarantined`)."""
     d = folder(root) / "LibriSpeech" / split
-    return d.is_dir() and any(d.glob("*/*/*.flac"))
+    return d.is_dir() and any(d.glob("*/*/*.flac")) and not files.quarantined(d, "*/*/*.flac")
 
 
 def utterances(split: str = "test-clean", root=None, download: bool = False) -> list[Path]:
@@ -80,7 +84,8 @@ def load(split: str = "test-clean", root=None, download: bool = False, max_utter
 
     paths = utterances(split, root, download)[:max_utterances]
     base = folder(root)
-    files.verify_folder(base, [str(p.relative_to(base)) for p in paths])
+    files.check_quarantined(base / "LibriSpeech" / split, "*/*/*.flac", f"librispeech:{split}")
+    files.verify_folder(base, [str(p.relative_to(base)) for p in paths], f"librispeech:{split}")
     out, seconds = [], []
     for p in tqdm(paths, desc=f"read {split}", disable=not progress, leave=False):
         x, sr = sf.read(p, dtype="float32")

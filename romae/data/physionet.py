@@ -22,15 +22,18 @@ Files: `<root>/physionet2012/{set-a.tar.gz, set-b.tar.gz}` (root = `$ROMAE_DATA`
 `KNOWN_SHA256` (the shared data folder's byte-reproducible copies, see its MANIFEST) or the folder's
 `SHA256SUMS`. `download=True` fetches missing files from PhysioNet
 (https://physionet.org/content/challenge-2012/1.0.0/), checked against PhysioNet's own SHA256SUMS.txt
-(recorded on first use if that list cannot be read); its archives are packed differently from the
-shared copies, so a downloaded file's SHA-256 is written to SHA256SUMS and every later load checks it. Parsing all 8,000 records
-takes ~10 s; the result is cached on disk (`romae.cache`) keyed by the files' checksums and the
-parameters.
+(read from PhysioNet when a mirror lacks it; recorded on first use only if neither can be read); its
+archives are packed differently from the shared copies (same records), so either checksum is accepted: a
+downloaded file's SHA-256 is written to SHA256SUMS and every later load checks it. A file that matches
+neither is moved aside (`<file>.corrupt`) with an error naming it and `make data NAMES=physionet2012`, and
+`present` does not count it, so `make data` fetches it afresh. Parsing all 8,000 records takes ~10 s; the
+result is cached on disk (`romae.cache`) keyed by the files' checksums and the parameters.
 """
 
 from __future__ import annotations
 
 import tarfile
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,11 +76,11 @@ def archive(set_name: str, root: str | Path | None = None, download: bool = Fals
                          f"interpolation benchmark uses {SETS}")
     name = f"set-{set_name}.tar.gz"
     path = folder(root) / name
-    if not path.is_file():
-        if not download:
-            raise files.missing_file_error(
-                path, HOME, "call with download=True (with internet), or download it from that page into "
-                f"{path.parent} (set {files.ENV_VAR} to the data root)", names="physionet2012")
+    if not path.is_file() and not download:
+        raise files.missing_file_error(
+            path, HOME, "call with download=True (with internet), or download it from that page into "
+            f"{path.parent} (set {files.ENV_VAR} to the data root)", names="physionet2012")
+    if download and not _intact(path):  # missing, or failing its checksum: fetched afresh
         fetch(name, path, progress)
     _verify(path)
     return path
@@ -85,34 +88,57 @@ def archive(set_name: str, root: str | Path | None = None, download: bool = Fals
 
 def fetch(name: str, path: Path, progress: bool = True) -> str:
     """Download one file of the challenge to `path`, checked against PhysioNet's SHA256SUMS.txt when that
-    list can be read (else its checksum is recorded on first use); -> how it was verified. The archives
-    are packed differently from the shared data folder's byte-reproducible copies (same records), so
-    either checksum is accepted later (`_verify`)."""
+    list can be read, from the mirror or else from PhysioNet (`files.published_sums`); -> how it was verified.
+    Only if neither can be read is a checksum recorded on first use (PhysioNet's archives are packed differently
+    from the shared data folder's copies, so a file matching neither is no contradiction then). A file already
+    at `path` that fails its checksum is moved aside first, with a warning."""
+    if path.is_file():
+        try:
+            _verify(path)
+        except files.ChecksumMismatch as e:
+            warnings.warn(f"{e} (fetching it afresh now)", stacklevel=2)
     expected = files.published_sums(SUMS_URL).get(name)
     files.download_url(URL.format(name=name) + "?download", path, sha256=expected, progress=progress)
     files.add_sums(path.parent, [path.name])
-    return f"SHA-256 checked against {SUMS_URL}" if expected else \
-        f"SHA-256 recorded in {path.parent / 'SHA256SUMS'} (trust on first use: {SUMS_URL} could not be read)"
+    if expected:
+        return f"SHA-256 checked against {SUMS_URL}"
+    if KNOWN_SHA256.get(name) == files.sha256(path):
+        return "SHA-256 checked against the shared data folder's copy"
+    return f"SHA-256 recorded in {path.parent / 'SHA256SUMS'} (trust on first use: {SUMS_URL} could not be read)"
 
 
 def present(root: str | Path | None = None, sets: tuple[str, ...] = SETS) -> bool:
-    """Whether the archives of `sets` are under <root>/physionet2012/."""
-    return all((folder(root) / f"set-{s}.tar.gz").is_file() for s in sets)
+    """Whether the archives of `sets` are under <root>/physionet2012/ and match KNOWN_SHA256 or SHA256SUMS (a
+    file that fails is not counted, so `make data` fetches it afresh; digests remembered, `files.intact`)."""
+    return all(_intact(folder(root) / f"set-{s}.tar.gz") for s in sets)
+
+
+def _listed(path: Path) -> str | None:
+    """The SHA-256 its folder's SHA256SUMS lists for `path` (PhysioNet's packing, checked against its list when
+    fetched, or recorded on first use), if any."""
+    sums_file = path.parent / "SHA256SUMS"
+    return files.read_sums(sums_file).get(path.name) if sums_file.is_file() else None
+
+
+def _intact(path: Path) -> bool:
+    """Whether `path` is there and matches the known copy or its SHA256SUMS line (either: `_verify`), with
+    remembered digests (`files.intact`); with neither to check against, whether it is there."""
+    accepted = {h for h in (KNOWN_SHA256.get(path.name), _listed(path)) if h}
+    return path.is_file() and (not accepted or any(files.intact(path, h) for h in accepted))
 
 
 def _verify(path: Path) -> None:
-    """Accept the file if it matches KNOWN_SHA256 or its folder's SHA256SUMS; ValueError naming it if not."""
-    sums_file = path.parent / "SHA256SUMS"
-    listed = files.read_sums(sums_file).get(path.name) if sums_file.is_file() else None
-    known = KNOWN_SHA256.get(path.name)
+    """Accept the file if it matches KNOWN_SHA256 or its folder's SHA256SUMS; if not, move it aside and raise
+    ChecksumMismatch naming it, both checksums and the command that fetches it again."""
+    listed, known = _listed(path), KNOWN_SHA256.get(path.name)
     if listed is None and known is None:
         return  # nothing to check against (e.g. a set-c the user placed there)
     digest = files.sha256(path)
     if digest not in (listed, known):
-        raise ValueError(f"checksum mismatch for {path}: SHA-256 {digest} matches neither "
-                         + " nor ".join(f"{what} ({h})" for what, h in (("the known copy", known),
-                                                                        (str(sums_file), listed)) if h)
-                         + ". The file is corrupt or was changed; delete it and download it again")
+        names = "physionet2012" if path.name in {f"set-{s}.tar.gz" for s in SETS} else ()
+        against = (("the known copy", known), (str(path.parent / "SHA256SUMS"), listed))
+        raise files.corrupt(path, f"SHA-256 {digest} matches neither "
+                            + " nor ".join(f"{what} ({h})" for what, h in against if h), names)
 
 
 def _parse_member(text: str, where: str) -> tuple[int, list, list, list]:

@@ -12,7 +12,9 @@ Sources, under `<root>/tiny_imagenet/` (root = $ROMAE_DATA):
   `KNOWN_SHA256`).
 - any other zip of the official layout (`source=<path>`), e.g. the full 32-px tree the subset came from.
 `source="auto"` takes the official archive if it is there, else the subset. A known file is verified
-against its checksum before it is read; so is any file listed in the folder's SHA256SUMS.
+against its checksum before it is read; so is any file listed in the folder's SHA256SUMS. One that differs is
+moved aside (`<file>.corrupt`) with an error naming it, and `present` does not count it, so `make data` (for
+the official archive) fetches it afresh.
 
 Labels are indices into the sorted WordNet ids (what torchvision's ImageFolder and the `tinyimagenet`
 package the authors used give), `names` the first WordNet lemma of each class. Official grayscale
@@ -22,6 +24,8 @@ map read.
 """
 
 from __future__ import annotations
+
+import contextlib
 
 import io
 import re
@@ -49,24 +53,36 @@ def folder(root: str | Path | None = None) -> Path:
 
 def verify(path: str | Path) -> str:
     """Check an archive against its known checksum (MD5 for the official one, SHA-256 for the subset) and
-    its folder's SHA256SUMS; ValueError naming the file if it differs. Returns its SHA-256 (the cache key)."""
+    its folder's SHA256SUMS; if it differs, move it aside and raise ChecksumMismatch naming it. Returns its
+    SHA-256 (the cache key)."""
     path = Path(path)
+    names = "tiny_imagenet" if path.name == OFFICIAL else ()  # the subset is not downloadable
     digest = files.sha256(path)
     if path.name in KNOWN_SHA256 and digest != KNOWN_SHA256[path.name]:
-        raise ValueError(f"checksum mismatch for {path}: expected SHA-256 {KNOWN_SHA256[path.name]}, got "
-                         f"{digest}; the file is corrupt or was changed")
-    if path.name == OFFICIAL and (md5 := files.digest(path, "md5")) != OFFICIAL_MD5:
-        raise ValueError(f"checksum mismatch for {path}: expected MD5 {OFFICIAL_MD5} (the official archive), "
-                         f"got {md5}; delete it and download it again (download=True)")
-    files.verify_folder(path.parent, [path.name])
+        raise files.corrupt(path, f"expected SHA-256 {KNOWN_SHA256[path.name]}, got {digest}", names)
+    if path.name == OFFICIAL:
+        files.check_sha256(path, OFFICIAL_MD5, names, "md5", source="the official archive")
+    files.verify_folder(path.parent, [path.name], names)
     return digest
+
+
+def present(root: str | Path | None = None, source: str = "official") -> bool:
+    """Whether the official archive (`source="official"`) or the shared subset ("subset") is under
+    <root>/tiny_imagenet/ and matches its known checksum (digests remembered, `files.intact`: the 248 MB
+    archive is hashed once, not on every check)."""
+    base = folder(root)
+    if source == "official":
+        return files.intact(base / OFFICIAL, OFFICIAL_MD5, "md5")
+    return files.intact(base / SUBSET, KNOWN_SHA256[SUBSET])
 
 
 def download(root: str | Path | None = None, progress: bool = True) -> Path:
     """Fetch the official archive into <root>/tiny_imagenet/ (248 MB), check its MD5, return its path. A
-    download cut short resumes on the next call; a corrupt one is removed."""
+    download cut short resumes on the next call; a corrupt one is removed; one already there that fails its
+    MD5 is moved aside (with a warning) and fetched afresh."""
     dest = folder(root) / OFFICIAL
-    if not dest.is_file():
+    if not present(root):
+        files.set_aside(dest, OFFICIAL_MD5, "md5", names="tiny_imagenet")
         files.download_url(URL, dest, md5=OFFICIAL_MD5, progress=progress)
     verify(dest)
     return dest
@@ -81,10 +97,10 @@ def find(root: str | Path | None = None, source: str | Path = "auto", download_m
         return path
     base = folder(root)
     official, subset = base / OFFICIAL, base / SUBSET
+    if download_missing and source in ("auto", "official") and not present(root):  # missing or corrupt: fetched
+        return download(root)
     if source in ("auto", "official") and official.is_file():
         return official
-    if download_missing and source in ("auto", "official"):  # asked to download: the official archive
-        return download(root)
     if source in ("auto", "subset") and subset.is_file():
         return subset
     raise files.missing_file_error(
@@ -180,22 +196,24 @@ def load(split: str = "train", root: str | Path | None = None, source: str | Pat
     digest = verify(path)
     kind = "official" if path.name == OFFICIAL else "subset" if path.name == SUBSET else "other"
     entry = CACHE / f"tiny_imagenet-{digest[:16]}-{split}"  # images.npy, labels.npy, meta.json
-    if cache and (entry / "meta.json").is_file():
-        arrays, info = store.load_arrays(entry, ("images", "labels"))
-        out = dict(info, images=arrays["images"], labels=np.array(arrays["labels"]))
-    else:
-        out = read_zip(path, split, progress=progress)
-        if cache:
-            try:
-                store.save_arrays(entry, {k: out[k] for k in ("images", "labels")},
-                                  {k: out[k] for k in ("classes", "names", "files")})
-            except OSError as e:  # a read-only checkout: decode again next time
-                import warnings
+    # several processes (a multi-GPU launch on an empty cache): one decodes, the others wait and load it
+    with store.build_lock(entry) if cache else contextlib.nullcontext():
+        if cache and (entry / "meta.json").is_file():
+            arrays, info = store.load_arrays(entry, ("images", "labels"))
+            out = dict(info, images=arrays["images"], labels=np.array(arrays["labels"]))
+        else:
+            out = read_zip(path, split, progress=progress)
+            if cache:
+                try:
+                    store.save_arrays(entry, {k: out[k] for k in ("images", "labels")},
+                                      {k: out[k] for k in ("classes", "names", "files")})
+                except OSError as e:  # a read-only checkout: decode again next time
+                    import warnings
 
-                warnings.warn(f"cannot cache the decoded images in {CACHE} ({e}); they are decoded on every load",
-                              stacklevel=2)
+                    warnings.warn(f"cannot cache the decoded images in {CACHE} ({e}); they are decoded on every "
+                                  "load", stacklevel=2)
     out.update(source=kind, path=str(path), digest=digest, resolution=int(out["images"].shape[-1]))
     return out
 
 
-__all__ = ["load", "read_zip", "find", "verify", "download", "URL", "OFFICIAL", "SUBSET", "OFFICIAL_MD5"]
+__all__ = ["load", "read_zip", "find", "verify", "present", "download", "URL", "OFFICIAL", "SUBSET", "OFFICIAL_MD5"]

@@ -17,10 +17,13 @@ dimension by `,`, `?` (or NaN) a missing value, and the class label (or regressi
 * Header claims are checked (number of dimensions, declared class labels, @equalLength/@seriesLength);
   unknown `@` tags are ignored. Every error is a ValueError "<file> line <n>: <what was wrong>".
 
-Checksums: the archive publishes none. Before parsing, `load` checks the files against the constants in
-`KNOWN_SHA256` and against any `SHA256SUMS` in `<root>/uea/` (keys `<name>/<name>_TRAIN.ts`) or in
-`<root>/uea/<name>/` (keys `<name>_TRAIN.ts`). After `download=True` fetches and unpacks a zip we write
-`<root>/uea/<name>/SHA256SUMS` for the two files (trust on first use), so later loads detect any change.
+Checksums: the archive publishes none. Before parsing, `load` checks each file against its constant in
+`KNOWN_SHA256` where there is one (it always wins), else against any `SHA256SUMS` in `<root>/uea/` (keys
+`<name>/<name>_TRAIN.ts`) or in `<root>/uea/<name>/` (keys `<name>_TRAIN.ts`). A download's files are checked
+against `KNOWN_SHA256` before they are unpacked into place (a zip that differs is refused, nothing written);
+then we write `<root>/uea/<name>/SHA256SUMS` for the two files (trust on first use), so later loads detect
+any change. A file that fails is moved aside (`<file>.corrupt`, `files.quarantine`) with an error naming it and
+`make data NAMES=uea:<name>`; `present` does not count it, so `make data` fetches it afresh.
 
     from romae.data import uea
     d = uea.load("BasicMotions")                  # or root="/path/to/data", download=True
@@ -257,15 +260,23 @@ def _download(name: str, uea: Path, progress: bool = True) -> list[Path]:
     lacks the files is removed with an error, so the next call downloads it afresh."""
     folder = uea / name
 
-    def unpack(zip_path: Path) -> None:
+    def unpack(zip_path: Path) -> None:  # both files checked against KNOWN_SHA256 before either is put in place
         folder.mkdir(parents=True, exist_ok=True)
         with zipfile.ZipFile(zip_path) as zf:
             members = {base: _find_member(zf, base) for base in _split_files(name)}
-            for base, member in members.items():
-                tmp = folder / f".{base}.part"
-                with zf.open(member) as src, open(tmp, "wb") as dst:
-                    shutil.copyfileobj(src, dst)
-                os.replace(tmp, folder / base)  # atomic, as in files.download_url
+            parts = {base: folder / f".{base}.part" for base in members}
+            try:
+                for base, member in members.items():
+                    with zf.open(member) as src, open(parts[base], "wb") as dst:
+                        shutil.copyfileobj(src, dst)
+                    known = KNOWN_SHA256.get(f"{name}/{base}")
+                    if known and (got := files.sha256(parts[base])) != known:
+                        raise ValueError(f"its {base} has SHA-256 {got}, not the known {known}")
+                for base, part in parts.items():
+                    os.replace(part, folder / base)  # atomic, as in files.download_url
+            finally:
+                for part in parts.values():
+                    part.unlink(missing_ok=True)
 
     files.fetch_archive(URL.format(name=name), uea / f"{name}.zip", unpack, what=f"zip of {name}", record=False,
                         progress=progress)
@@ -273,31 +284,53 @@ def _download(name: str, uea: Path, progress: bool = True) -> list[Path]:
     return [folder / b for b in _split_files(name)]
 
 
+def _expected(name: str, uea: Path) -> dict[str, list[str]]:
+    """{file: the SHA-256s it must match}: its KNOWN_SHA256 alone where there is one (a known checksum wins over
+    a recorded one), else the lines of <uea>/SHA256SUMS and <uea>/<name>/SHA256SUMS that list it (none: unchecked)."""
+    sums = [(files.read_sums(f), prefix) for f, prefix in ((uea / "SHA256SUMS", f"{name}/"),
+                                                            (uea / name / "SHA256SUMS", "")) if f.is_file()]
+    return {b: [KNOWN_SHA256[f"{name}/{b}"]] if f"{name}/{b}" in KNOWN_SHA256 else
+            [listed[prefix + b] for listed, prefix in sums if prefix + b in listed] for b in _split_files(name)}
+
+
+def _intact(name: str, uea: Path) -> bool:
+    """Whether both files are in <uea>/<name>/ and match `_expected` (`files.intact`: hashed once, then
+    remembered by size and mtime, so a check of many sets costs a stat per file)."""
+    return all(files.intact(uea / name / b, d)
+               for b, digests in _expected(name, uea).items() for d in digests or [None])
+
+
 def present(name: str, root: str | Path | None = None) -> bool:
-    """Whether both .ts files of `name` are under <root>/uea/<name>/."""
+    """Whether both .ts files of `name` are under <root>/uea/<name>/ and match their known or recorded checksums;
+    a file that does not is not counted, so `make data` fetches it afresh."""
     _check_name(name)
-    folder = files.data_root(root) / "uea" / name
-    return all((folder / b).is_file() for b in _split_files(name))
+    return _intact(name, files.data_root(root) / "uea")
 
 
 def download(name: str, root: str | Path | None = None, progress: bool = True) -> list[Path]:
-    """Fetch data set `name` into <root>/uea/<name>/ unless it is there; verify; return its two files."""
+    """Fetch data set `name` into <root>/uea/<name>/ unless it is there (a file that fails its checksum is moved
+    aside with a warning and fetched afresh); verify; return its two files."""
     _check_name(name)
     uea = files.data_root(root) / "uea"
     if not present(name, root):
-        _download(name, uea, progress)
+        _refetch(name, uea, progress)
     _verify(name, uea)
     return [uea / name / b for b in _split_files(name)]
 
 
+def _refetch(name: str, uea: Path, progress: bool = True) -> None:
+    """Move aside (with a warning) what is there but fails its checksum, then download the set."""
+    for b, digests in _expected(name, uea).items():
+        files.set_aside(uea / name / b, digests, names=f"uea:{name}")
+    _download(name, uea, progress)
+
+
 def _verify(name: str, uea: Path) -> None:
-    """Check the two files against KNOWN_SHA256 and any SHA256SUMS (ValueError naming the file)."""
-    rel = [f"{name}/{b}" for b in _split_files(name)]
-    for key in rel:
-        if key in KNOWN_SHA256:
-            files.check_sha256(uea / key, KNOWN_SHA256[key])
-    files.verify_folder(uea, rel)
-    files.verify_folder(uea / name, _split_files(name))
+    """Check the two files against `_expected`: a file that differs is moved aside and a ChecksumMismatch names
+    it, both checksums and `make data NAMES=uea:<name>`."""
+    for b, digests in _expected(name, uea).items():
+        for d in digests:
+            files.check_sha256(uea / name / b, d, f"uea:{name}")
 
 
 def _locate(name: str, root) -> tuple[str, Path]:
@@ -329,17 +362,17 @@ def load(name: str, root: str | Path | None = None, download: bool = False) -> d
     Where: `root` (or $ROMAE_DATA, or <repo>/data) is a data root holding uea/<name>/, or the uea/ folder
     itself, or <name>'s own folder; `name` may also be a path to the data set's folder (any folder with
     <Name>_TRAIN.ts and <Name>_TEST.ts). `classes` is the train file's @classLabel order ([] for
-    regression). With `download=True`, missing files are fetched from the archive (see the module
-    docstring for the checksum policy).
+    regression). With `download=True`, missing files, and files that fail their checksum, are fetched from
+    the archive (see the module docstring for the checksum policy).
     """
     name, uea = _locate(str(name), root)
     paths = {split: uea / name / base for split, base in zip(("train", "test"), _split_files(name))}
     missing = [p for p in paths.values() if not p.is_file()]
-    if missing:
-        if not download:
-            raise files.missing_file_error(missing[0], URL.format(name=name),
-                                           "pass download=True (needs internet)", names=f"uea:{name}")
-        _download(name, uea)
+    if download and (missing or not _intact(name, uea)):
+        _refetch(name, uea)
+    elif missing:
+        raise files.missing_file_error(missing[0], URL.format(name=name),
+                                       "pass download=True (needs internet)", names=f"uea:{name}")
     _verify(name, uea)
     train, test = read_ts(paths["train"]), read_ts(paths["test"])
     classes = list(train.class_names or [])

@@ -81,6 +81,7 @@ class ElasticcRun:
     warmup_steps: int = 2000  # both stages (Table 18)
     warmup_cap: float | None = None  # reduced profiles: at most this share of a run's steps (None: as printed)
     dropout: float = 0.2  # fine-tuning (Table 18)
+    dropout_at: str = "authors"  # where: "authors" (attention, MLP output) | "paper" (attention, MLP hidden; App. A.2)
     drop_path: float = 0.2
     from_scratch: bool = True  # the control: the same classifier without pre-training
     test_per_class: int = 1000  # ATAT's common test set
@@ -148,7 +149,8 @@ def paper_trainings(processes: int = 1) -> list[Training]:
                  padded=True, source="~1.8 M light curves (Sec. 5.4), ATAT's split")
     for encoder in cfg.encoders:
         model = cfg.model_config(encoder)
-        clf = prediction_config(model, n_outputs=len(elasticc.CLASSES), dropout=cfg.dropout, drop_path=cfg.drop_path)
+        clf = prediction_config(model, n_outputs=len(elasticc.CLASSES), dropout=cfg.dropout, drop_path=cfg.drop_path,
+                                dropout_at=cfg.dropout_at)
         out += [Training(f"RoMAE-{encoder} pre-training", "pretrain", model, cfg.pretrain_config(shape["samples"]),
                          runs=len(cfg.seeds), **shape),
                 Training(f"RoMAE-{encoder} fine-tuning", "finetune", clf, cfg.finetune_config(shape["samples"]),
@@ -166,13 +168,14 @@ def _generated_store(name: str, module, n_per_class: int, seed: int) -> tuple[Pa
     src = hashlib.sha256(inspect.getsource(module).encode()).hexdigest()[:12]
     folder = CACHE / "stores" / f"{name}-{n_per_class}-{seed}-{src}"
     meta_file = folder / "meta.csv"
-    if not (store.has_shard(folder, "part-0") and meta_file.is_file()):
-        obs, meta = module.generate(n_per_class, seed=seed)
-        store.write_shard(folder, "part-0", obs, id="object_id", time="mjd", variable="band", value=["flux", "flux_err"],
-                          flag="photflag", labels=meta.set_index("object_id").label, variables=module.BANDS,
-                          classes=module.CLASSES, source=dict(generator=module.__name__, source=src,
-                                                              n_per_class=n_per_class, seed=seed))
-        meta.to_csv(meta_file, index=False)
+    with store.build_lock(folder):  # several processes: one generates, the others wait for it
+        if not (store.has_shard(folder, "part-0") and meta_file.is_file()):
+            obs, meta = module.generate(n_per_class, seed=seed)
+            store.write_shard(folder, "part-0", obs, id="object_id", time="mjd", variable="band",
+                              value=["flux", "flux_err"], flag="photflag", labels=meta.set_index("object_id").label,
+                              variables=module.BANDS, classes=module.CLASSES,
+                              source=dict(generator=module.__name__, source=src, n_per_class=n_per_class, seed=seed))
+            store.save_table(meta, meta_file)
     return folder, pd.read_csv(meta_file)
 
 
@@ -304,7 +307,8 @@ def run(profile: str = "smoke", data_root=None, reports_dir=None, cache_dir=None
                     f"elasticc_{'standin' if d['stand_in'] else 'real'}_{encoder}", train, test, model_cfg,
                     finetune=cfg.finetune_config(len(train)),
                     pretrain=cfg.pretrain_config(len(train)) if pretrained else None, n_outputs=len(d["classes"]),
-                    seed=seed, key=key, dropout=cfg.dropout, drop_path=cfg.drop_path, head_overrides=head,
+                    seed=seed, key=key, dropout=cfg.dropout, drop_path=cfg.drop_path, dropout_at=cfg.dropout_at,
+                    head_overrides=head,
                     val_data=d["validation"], eval_batch=256, cache_dir=cache_dir, refresh=refresh,
                     checkpoints=profile != "smoke", profile=profile)
                 label = setting(cfg, encoder, pretrained) + (", generated (dry run)" if d["generated"] else "")

@@ -113,7 +113,8 @@ def _seeds(name: str, run: RunConfig, mcfg: RoMAEConfig, train: dict, data_cfg, 
     out = []
     hidden = float(train["mask"][0].float().mean()) if "mask" in train else None  # masks the data gives
     for seed in runtime.dry_seeds(run.seeds):  # a dry run: the first seed
-        train_cfg = plan.fit_memory(run.train_config(seed), mcfg, train["values"].shape[1], "pretrain", profile, hidden)
+        train_cfg = plan.fit_memory(run.train_config(seed), mcfg, train["values"].shape[1], "pretrain", profile, hidden,
+                                    padded=plan.is_padded(train))
         trained = fit_cached(f"{name}_model", RoMAEForPreTraining, mcfg, train, train_cfg,
                              dict(data=dataclasses.asdict(data_cfg), position_scale=run.position_scale),
                              seed=seed, cache_dir=cache_dir, refresh=refresh, checkpoints=checkpoints)

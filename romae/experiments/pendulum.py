@@ -123,7 +123,8 @@ def train_seed(run: PendulumRun, seed: int, data: dict, cache_dir=None, refresh=
                profile: str = "") -> dict:
     """Train one seed (cached) -> {state_dict, history, steps, seconds}."""
     key = dict(data=dataclasses.asdict(run.data), pixel_norm=run.pixel_norm)
-    train = plan.fit_memory(run.train_config(seed), run.model_config(), data["values"].shape[1], "finetune", profile)
+    train = plan.fit_memory(run.train_config(seed), run.model_config(), data["values"].shape[1], "finetune", profile,
+                            padded=plan.is_padded(data))
     return fit_cached("pendulum_model", RoMAEForPrediction, run.model_config(), data, train,
                       key, seed=seed, cache_dir=cache_dir, refresh=refresh, checkpoints=checkpoints)
 

@@ -74,7 +74,8 @@ from ..masking import equalize, keep_groups, trim_padding
 from ..model import RoMAEForPreTraining
 from ..reference import peer_values
 from ..report import record, save_table
-from ..train import _bucketed, fit_cached
+from ..feeding import bucketed
+from ..train import fit_cached
 
 EXPERIMENT = "table7_interpolation"
 PAPER_TRAIN_RECORDS = 6_400  # 80 % of set-a + set-b's 8,000 records (mTAN's split)
@@ -328,7 +329,7 @@ def train(prof: Profile, run: RunConfig, data: dict, cache_dir=None, refresh=Fal
           profile: str = "") -> dict:
     train_ds = tokens(data["train"], data["scalings"][run.scaling], run.time_scale)
     train_cfg = plan.fit_memory(run.train_config(), run.model_config(), train_ds.tensors["values"].shape[1], "pretrain",
-                                profile)  # paper: the planned micro-batch
+                                profile, padded=plan.is_padded(train_ds))  # paper: the planned micro-batch
     key = dict(data="physionet2012", quantization=prof.quantization, scaling=run.scaling, time_scale=run.time_scale,
                train_unit=run.train_unit, max_train_records=run.max_train_records, transform="trim_padding+v1",
                values=f"winsorised at the {BOUND_QUANTILES} training quantiles")
@@ -413,7 +414,7 @@ def _example(test: pd.DataFrame, hidden: np.ndarray, preds: dict) -> dict:
 def training_order(lengths, cfg: TrainConfig):
     """The batches `romae.train.fit` draws on one process, replayed without training: yields (step, sample
     indices) for steps 1, 2, ...; epoch e shuffles with seed cfg.seed + e and, with cfg.length_buckets, batches
-    records of similar length (`romae.train._bucketed`), as fit does. lengths: tokens per sample, in dataset order."""
+    records of similar length (`romae.feeding.bucketed`), as fit does. lengths: tokens per sample, in dataset order."""
     lengths = torch.tensor(np.asarray(lengths))
     n, bs = len(lengths), cfg.batch_size
     steps_per_epoch = math.ceil(n / bs)
@@ -421,7 +422,7 @@ def training_order(lengths, cfg: TrainConfig):
         gen = torch.Generator().manual_seed(cfg.seed + epoch)
         perm = torch.randperm(n, generator=gen)
         if cfg.length_buckets:
-            perm = _bucketed(perm, lengths, bs, cfg.length_buckets, gen)
+            perm = bucketed(perm, lengths, bs, cfg.length_buckets, gen)
         for b in range(steps_per_epoch):
             yield epoch * steps_per_epoch + b + 1, perm[b * bs: (b + 1) * bs].numpy()
 

@@ -92,6 +92,7 @@ class UEARun:
     datasets: tuple[str, ...] = uea.TABLE6
     seeds: tuple[int, ...] = (69, 84, 1066)  # the authors'
     drop: float = 0.3  # share of each series' time steps removed (Kidger et al.)
+    dropout_at: str = "authors"  # the classifier's dropout: "authors" (MLP output, head input) | "paper" (App. A.2)
     standardize: bool = True  # per-channel mean/std of the training file (the authors: raw values)
     encoder: str = "tiny"  # Sec. 5.4
     decoder: str = "tiny-shallow"  # App. A.1
@@ -271,17 +272,21 @@ def dry_raw(name: str, cfg: UEARun) -> dict:
                         st["classes"], (before(st["min_len"]), before(st["max_len"])))
 
 
-def classifier_args(ft: Finetune) -> dict:
-    """`pretrain_finetune`'s classifier settings of a Table 12 column: dropout, drop-path, label smoothing."""
-    return dict(dropout=ft.dropout, drop_path=ft.drop_path,
-                head_overrides=dict(label_smoothing=round(1.0 - ft.confidence, 6), head_dropout=ft.dropout))
+def classifier_args(ft: Finetune, dropout_at: str = "authors") -> dict:
+    """`pretrain_finetune`'s classifier settings of a Table 12 column: dropout, drop-path, label smoothing.
+    Dropout where the authors' code puts it (attention, MLP output and the head's input), or with
+    dropout_at="paper" where App. A.2 does (attention and the MLP's hidden layer; the head has none)."""
+    paper = dropout_at == "paper"
+    return dict(dropout=ft.dropout, drop_path=ft.drop_path, dropout_at=dropout_at,
+                head_overrides=dict(label_smoothing=round(1.0 - ft.confidence, 6),
+                                    head_dropout=0.0 if paper else ft.dropout))
 
 
-def classifier_config(model_cfg: RoMAEConfig, ft: Finetune, n_classes: int) -> RoMAEConfig:
-    """The classifier `pretrain_finetune` fine-tunes with `classifier_args(ft)`."""
-    args = classifier_args(ft)
+def classifier_config(model_cfg: RoMAEConfig, ft: Finetune, n_classes: int, dropout_at: str = "authors") -> RoMAEConfig:
+    """The classifier `pretrain_finetune` fine-tunes with `classifier_args(ft, dropout_at)`."""
+    args = classifier_args(ft, dropout_at)
     return prediction_config(model_cfg, n_outputs=n_classes, dropout=args["dropout"], drop_path=args["drop_path"],
-                             **args["head_overrides"])
+                             dropout_at=dropout_at, **args["head_overrides"])
 
 
 def paper_trainings(datasets=uea.TABLE6) -> list[Training]:
@@ -292,7 +297,7 @@ def paper_trainings(datasets=uea.TABLE6) -> list[Training]:
     for name in cfg.datasets:
         st = PAPER_STATS[name]
         n, model = st["n_train"], cfg.model_config(st["channels"])
-        clf = classifier_config(model, cfg.finetune(name), st["classes"])
+        clf = classifier_config(model, cfg.finetune(name), st["classes"], cfg.dropout_at)
         shape = dict(n_tokens=st["max_len"], padded=st["min_len"] != st["max_len"], source="UEA archive, 30 % dropped")
         out += [Training(f"uea:{name} pre-training", "pretrain", model, cfg.pretrain_config(n), samples=n,
                               runs=len(cfg.seeds), **shape),
@@ -450,7 +455,7 @@ def measured_estimate(name: str, data: dict, c: UEARun, st: dict) -> tuple[float
     pb, fb = min(sch["pretrain_batch"], len(train)), min(max(sch["finetune_batches"]), len(train))
     eb = min(EVAL_BATCH, len(test))
     # the classifier as fine-tuned: its dropout and drop-path cost time too
-    clf = RoMAEForPrediction(classifier_config(model_cfg, c.finetune(name), len(data["classes"])))
+    clf = RoMAEForPrediction(classifier_config(model_cfg, c.finetune(name), len(data["classes"]), c.dropout_at))
     per = {"pretrain": cost.measured_step_seconds(RoMAEForPreTraining(model_cfg), train.batch(torch.arange(pb)),
                                                   c.pretrain_config(len(train))),
            "finetune": cost.measured_step_seconds(clf, train.batch(torch.arange(fb)), c.finetune_config(name, len(train))),
@@ -496,7 +501,7 @@ def run_dataset(name: str, cfg: UEARun, profile: str, root=None, cache_dir=None,
                 res = pretrain_finetune(
                     f"uea_{name}", labelled, test, model_cfg, finetune=cfg.finetune_config(name, len(labelled)),
                     pretrain=pretrain, n_outputs=len(data["classes"]), seed=seed, key=key, pretrain_data=train,
-                    finetune_key=None if k is None else dict(labelled_ids=labelled.ids), **classifier_args(ft),
+                    finetune_key=None if k is None else dict(labelled_ids=labelled.ids), **classifier_args(ft, cfg.dropout_at),
                     cache_dir=cache_dir, refresh=refresh, checkpoints=profile != "smoke", profile=profile)
                 label = variant if k is None else f"{variant}, {k} labelled per class"
                 rows.append(dict(dataset=name, variant=label, seed=seed, n_labelled=len(labelled), **res["metrics"],
