@@ -69,6 +69,7 @@ bench: venv
 	$(VPY) -m romae.bench table9 --batch 8 --rounds 3 --out reports/benchmarks/table9_cpu.json
 	$(VPY) -m romae.bench roofline --workload all --breakdown --out reports/benchmarks/roofline_cpu.json
 	$(VPY) -m romae.bench roofline --compile --breakdown --out reports/benchmarks/roofline_cpu_compiled.json
+	$(VPY) -m romae.bench feed --out reports/benchmarks/feed_cpu.json
 
 # executed copies, summary.csv/SUMMARY.md, runs.csv and index.html go to reports/
 reproduce: venv
