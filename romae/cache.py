@@ -27,9 +27,7 @@ import functools
 import hashlib
 import io
 import json
-import os
 import sys
-import tempfile
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
@@ -38,6 +36,7 @@ from typing import Any, Callable
 import torch
 
 from . import runtime
+from .data.files import write_atomic
 
 
 try:
@@ -215,18 +214,6 @@ def _lock(folder: Path, exclusive: bool):
         yield  # released when the file is closed
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    """Write under a unique temporary name in the same folder, then rename: readers see all or nothing."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _load(path: Path, twin: Path) -> tuple[bool, Any]:
     """(True, result) for a verified entry, else (False, None) -- with a warning unless simply absent."""
     if not path.exists():
@@ -260,8 +247,8 @@ def _publish(path: Path, twin: Path, data: bytes, meta: dict) -> None:
     no twin (unverifiable, recomputed), never a twin whose hash vouches for the wrong bytes."""
     with _lock(path.parent, exclusive=True):
         twin.unlink(missing_ok=True)
-        _write_atomic(path, data)
-        _write_atomic(twin, (json.dumps(meta, sort_keys=True, indent=1, default=str) + "\n").encode())
+        write_atomic(path, data)
+        write_atomic(twin, (json.dumps(meta, sort_keys=True, indent=1, default=str) + "\n").encode())
 
 
 def cached(name: str, config: Any, compute: Callable[[], Any], cache_dir: str | Path | None = None,

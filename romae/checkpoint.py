@@ -279,18 +279,19 @@ def append_row(path: Path | None, row: dict) -> None:
             f.write(json.dumps(row) + "\n")
 
 
-def checked_history(on_disk: list[dict] | None, saved: list[dict] | None, path: Path, step: int) -> list[dict]:
-    """The history a resumed run goes on from: history.jsonl's rows up to the checkpoint's step, checked against
-    the copy the checkpoint keeps. Where the file was cut, deleted or edited, the checkpoint's copy wins, with a
-    warning (the file is then rewritten from it). A checkpoint without a copy (older code) trusts the file."""
+def resumed_history(path: Path, saved: list[dict] | None, step: int) -> list[dict]:
+    """The history a resumed run goes on from: history.jsonl's rows up to the checkpoint's `step`, checked
+    against `saved`, the copy the checkpoint keeps (its rows end at its step). Where the file was cut, deleted
+    or edited, the checkpoint's copy wins, with a warning (the file is then rewritten from it). A checkpoint
+    without a copy (older code) trusts the file."""
+    on_disk = [r for r in read_history(path) if r["step"] <= step] if path.exists() else None
     if saved is None:
         return on_disk or []
-    saved = [r for r in saved if r["step"] <= step]
     if on_disk != saved:
         what = "is missing" if on_disk is None else f"holds {len(on_disk)} of the {len(saved)} rows up to step {step}" \
             if len(on_disk) < len(saved) else "differs from the checkpoint's record"
         warnings.warn(f"{path} {what}: rewritten from the copy in the checkpoint ({len(saved)} rows), so the "
-                      "resumed history has no holes", stacklevel=4)
+                      "resumed history has no holes", stacklevel=4)  # resumed_history <- _fit <- fit <- caller
     return list(saved)
 
 
@@ -309,7 +310,7 @@ def read_history(path: Path) -> list[dict]:
         if isinstance(row, dict) and "step" in row:
             rows.append(row)
         elif i == len(lines):
-            warnings.warn(f"dropped a partial last line of {path} (line {i}, cut short by a kill)", stacklevel=3)
+            warnings.warn(f"dropped a partial last line of {path} (line {i}, cut short by a kill)", stacklevel=5)
         else:
             raise ValueError(f"{path}, line {i} is not a history row: {line[:80]!r}; fix or delete that line "
                              "(or start over with resume=False)")

@@ -212,14 +212,10 @@ class RoMAEConfig:
             raise ValueError(f"unknown mask_token_init {self.mask_token_init!r}; choose 'zeros' (the authors') "
                              "or 'normal' (MAE's N(0, 0.02))")
         self.p = check_number(me, "p", self.p, 0, 1, meaning=" (p-RoPE: the fraction of rotation pairs kept)")
-        if not (isinstance(self.rope_base, (int, float)) and math.isfinite(self.rope_base) and self.rope_base > 0):
-            raise ValueError(f"rope_base must be a finite number > 0 (theta_k = base^(-2k / axis_dim); 10000 in the "
-                             f"paper), got {self.rope_base!r}: positions would have no effect")
-        if isinstance(self.n_outputs, bool) or int(self.n_outputs) != self.n_outputs or self.n_outputs < 1:
-            raise ValueError(f"n_outputs must be a whole number >= 1 (classes or regression targets), got "
-                             f"{self.n_outputs!r}")
-        if self.token_dim < 1 or self.n_axes < 1:
-            raise ValueError(f"token_dim and n_axes must be >= 1, got {self.token_dim}, {self.n_axes}")
+        self.rope_base = check_number(me, "rope_base", self.rope_base, 0, low_open=True,
+                                      meaning=" (theta_k = base^(-2k / axis_dim); 10000 in the paper; else positions "
+                                              "would have no effect)")
+        self.n_outputs = check_whole(me, "n_outputs", self.n_outputs, 1)  # classes or regression targets
         self.mask_ratio = check_number(me, "mask_ratio", self.mask_ratio, 0, 1, low_open=True, high_open=True,
                                        meaning=": some tokens hidden, some visible")
         if self.head == "cls" and not self.use_cls:

@@ -153,8 +153,9 @@ FINGERPRINT_SAMPLES = 16  # samples of the training data hashed (evenly spaced, 
 
 def data_fingerprint(data) -> str:
     """A short hash of a dataset: its size and FINGERPRINT_SAMPLES evenly spaced samples as fit reads them
-    (their tensors' dtypes, shapes and bytes; an ArrayDataset's straight from its tensors). A checkpoint keeps it, so a resume on other data with the same
-    number of steps per epoch is refused. Torch's random state is left as it was."""
+    (their tensors' dtypes, shapes and bytes; an ArrayDataset's straight from its tensors). A checkpoint keeps
+    it, so a resume on other data with the same number of steps per epoch is refused. Torch's random state
+    is left as it was."""
     import hashlib
 
     n = len(data)

@@ -52,9 +52,9 @@ def deferred_checks():
     """Within it, this thread's input checks on an accelerator are collected instead of read back: the
     forward launches them and goes on (inputs that failed a check are made harmless for the kernels: such
     class labels are ignored, such rows clamped), and `flush_checks` reads them all in one host sync and raises
-    the first that failed, with its full message. `fit`, `predict` and evaluation open it and flush at each
-    logged step, evaluation, checkpoint and at the end. Outside it, a check on an accelerator is read at once
-    (one sync per check). Never a device-side assert: on CUDA that leaves the process's context unusable.
+    the first that failed, with its full message. `fit`'s training loop opens it and flushes at each logged
+    step, evaluation, checkpoint and at the end. Outside it (`predict`, evaluation, a user's own forward), a
+    check on an accelerator is read at once (one sync per check). Never a device-side assert: on CUDA that leaves the process's context unusable.
     Nested: the outer collection is used. Leaving it drops what was not flushed."""
     outer = getattr(_STATE, "pending", None)
     if outer is not None:

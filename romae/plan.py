@@ -19,9 +19,9 @@ constraints: e.g. a padding mask rules flash out, and BF16 with RoMAE-tiny's hea
 memory-efficient kernel out too): a fused kernel as the CPU's own fused kernel, attention dropout off (the fused
 kernels apply it inside), the math kernel through PyTorch's math kernel with its dropout (it saves the
 [B, H, N, N] probabilities and dropout mask); `bench plan` says which kernel each training gets. Padded data
-is counted at its longest sample, with a padding mask. Not counted, hence the planned peak = HEADROOM x (counted bytes) + CONTEXT_GIB: the CUDA
-context and library workspaces, allocator fragmentation, the backward's transient buffers, a dataset kept on
-the device. Counts are cached in-process and on disk (romae.cache, keyed by the model code).
+is counted at its longest sample, with a padding mask. Not counted, hence the planned peak = HEADROOM x
+(counted bytes) + CONTEXT_GIB: the CUDA context and library workspaces, allocator fragmentation, the backward's
+transient buffers, a dataset kept on the device. Counts are cached in-process and on disk (romae.cache, keyed by the model code).
 
 Time per optimiser step on a GPU = FLOPs (`romae.cost.step_flops`, the roofline's count) / (the data sheet's
 peak dense FLOP/s x EFFICIENCY) + OVERHEAD per micro-batch and per step: an estimate, not a measurement.
@@ -145,9 +145,6 @@ def _model(model_json: str, stage: str, attention_dropout: bool = False) -> torc
 
 
 # ----------------------------------------------------------------------------- attention kernels
-
-KERNELS = ("flash", "efficient", "math")  # PyTorch's CUDA SDPA kernels, in the order it tries them
-
 
 def attention_kernel(head_dim: int, precision: str, masked: bool, device: str = "h100") -> str:
     """The SDPA kernel PyTorch (2.13) picks on an sm80+ GPU (A100, H100) for RoMAE's attention, by its documented

@@ -27,6 +27,7 @@ import pandas as pd
 import torch
 
 from . import runtime
+from .data import files
 from .reference import paper_values
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -100,9 +101,7 @@ def _note_modules() -> None:
     except ValueError:
         known = {}
     known.update(imported_modules())
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(dict(sorted(known.items())), indent=1) + "\n")
-    os.replace(tmp, path)
+    files.write_atomic(path, json.dumps(dict(sorted(known.items())), indent=1) + "\n")
 
 
 def freshness(provenance: dict) -> tuple[str, list[str]]:
@@ -356,21 +355,8 @@ def record(experiment: str, setting: str, metric: str, ours: float, *, profile: 
 
 
 def write_atomic(path: str | Path, content: str | pd.DataFrame) -> Path:
-    """Write text (or a table, as CSV without its index) to `path` through a temporary file of this process
-    and os.replace: a reader, or another run writing at the same time, never sees a half-written file."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        if isinstance(content, pd.DataFrame):
-            content.to_csv(tmp, index=False)
-        else:
-            with open(tmp, "w", encoding="utf-8", newline="") as f:
-                f.write(content)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return path
+    """`romae.data.files.write_atomic` of text, or of a table as CSV without its index."""
+    return files.write_atomic(path, content.to_csv(index=False) if isinstance(content, pd.DataFrame) else content)
 
 
 def upsert_results(rows: pd.DataFrame, path: Path) -> None:

@@ -577,10 +577,7 @@ def append_run(row: dict, reports: Path) -> None:
         with open(path, newline="") as f:
             header = next(csv.reader(f), [])
         if header != RUN_COLUMNS:  # an older layout: rewrite it under the new header, atomically
-            old = all_runs(reports)[RUN_COLUMNS]
-            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-            old.to_csv(tmp, index=False)
-            os.replace(tmp, path)
+            report.write_atomic(path, all_runs(reports)[RUN_COLUMNS])
     new = not path.exists()
     redact = redactor(reports)  # notes and errors name the data root or files: never as this machine's paths
     with open(path, "a", newline="") as f:

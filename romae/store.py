@@ -150,21 +150,6 @@ def save_arrays(path: str | Path, arrays: dict[str, np.ndarray], meta: dict) -> 
     return final
 
 
-def save_table(table: pd.DataFrame, path: str | Path) -> Path:
-    """`table` as CSV at `path`, through a temporary file of this process and a rename: a reader (or a
-    process killed while writing) never leaves a half-written table under `path`."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
-    os.close(fd)
-    try:
-        table.to_csv(tmp, index=False)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
-
-
 def load_arrays(path: str | Path, names: Sequence[str]) -> tuple[dict[str, np.ndarray], dict]:
     """({name: memory-mapped array}, meta) of a folder written by `save_arrays`."""
     path = Path(path)

@@ -494,8 +494,7 @@ def _fit(model, train_data, cfg: TrainConfig, *, val_data, out_dir, resume, conf
                 raise ValueError(f"{ckpt} was trained on other data than this run's (the training data's "
                                  f"fingerprint, {len(train_data)} samples, differs from the checkpoint's): resuming "
                                  "would mix two datasets. Use a fresh out_dir, or resume=False")
-            on_disk = [r for r in checkpoint.read_history(hist_path) if r["step"] <= step] if hist_path.exists() else None
-            history = checkpoint.checked_history(on_disk, state.get("history"), hist_path, step)
+            history = checkpoint.resumed_history(hist_path, state.get("history"), step)
             if changes and step < stop:  # recorded when training goes on under them
                 history.append({"step": step, "event": "config_changed", "changes": changes})
         if hist_path is not None and main:

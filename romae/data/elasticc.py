@@ -246,7 +246,7 @@ def convert(root=None, out: str | Path | None = None, progress: bool = True, lim
                 store.write_shard(out, shard, obs, id="object_id", time="mjd", variable="band",
                                   value=["flux", "flux_err"], flag="photflag", labels=meta.set_index("object_id").label,
                                   variables=BANDS, classes=CLASSES, source=dict(head=name, sha256=files.sha256(head)))
-                store.save_table(meta, meta_file)
+                files.write_atomic(meta_file, meta.to_csv(index=False))
             metas.append(pd.read_csv(meta_file, dtype={"object_id": str}))
     return out, pd.concat(metas, ignore_index=True)
 

@@ -31,6 +31,7 @@ import http.client
 import json
 import os
 import stat
+import tempfile
 import time
 import urllib.error
 import urllib.parse
@@ -188,12 +189,10 @@ def cached_digest(path: str | Path, algorithm: str = "sha256") -> str:
     _DIGESTS[key] = value
     if _writable(path.parent):
         book[path.name] = {**(entry if same else {"size": st.st_size, "mtime_ns": st.st_mtime_ns}), algorithm: value}
-        tmp = path.parent / f"{VERIFIED}.{os.getpid()}.part"
-        try:  # through a temporary file and os.replace: never half-written; whoever writes last wins
-            tmp.write_text(json.dumps(book, indent=1, sort_keys=True) + "\n")
-            os.replace(tmp, path.parent / VERIFIED)
+        try:  # never half-written; whoever writes last wins
+            write_atomic(path.parent / VERIFIED, json.dumps(book, indent=1, sort_keys=True) + "\n")
         except OSError:
-            tmp.unlink(missing_ok=True)
+            pass
     return value
 
 
@@ -244,6 +243,22 @@ def read_sums(path: str | Path) -> dict[str, str]:
     return sums
 
 
+def write_atomic(path: str | Path, content: str | bytes) -> Path:
+    """Write `content` (text as UTF-8, line endings as given) to `path` through a unique temporary file in
+    the same folder and os.replace: a reader, or another process writing the same file, never sees it half
+    written, and a kill leaves the old file. The one atomic writer of the package (reports, caches, stores)."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(content.encode("utf-8") if isinstance(content, str) else content)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
 def add_sums(folder: str | Path, names: list[str]) -> Path:
     """Add (or replace) the SHA-256 lines of `names` (files in `folder`) in `folder/SHA256SUMS`, keeping
     its other lines; written through a temporary file and os.replace, so it is never left half-written."""
@@ -251,10 +266,7 @@ def add_sums(folder: str | Path, names: list[str]) -> Path:
     sums_file = folder / "SHA256SUMS"
     sums = read_sums(sums_file) if sums_file.is_file() else {}
     sums.update({name: sha256(folder / name) for name in names})
-    tmp = folder / ".SHA256SUMS.part"
-    tmp.write_text("".join(f"{digest}  {name}\n" for name, digest in sorted(sums.items())))
-    os.replace(tmp, sums_file)
-    return sums_file
+    return write_atomic(sums_file, "".join(f"{digest}  {name}\n" for name, digest in sorted(sums.items())))
 
 
 def verify_folder(folder: str | Path, names: list[str] | None = None, catalog_names=()) -> list[Path]:

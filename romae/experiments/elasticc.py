@@ -175,7 +175,7 @@ def _generated_store(name: str, module, n_per_class: int, seed: int) -> tuple[Pa
                               value=["flux", "flux_err"], flag="photflag", labels=meta.set_index("object_id").label,
                               variables=module.BANDS, classes=module.CLASSES,
                               source=dict(generator=module.__name__, source=src, n_per_class=n_per_class, seed=seed))
-            store.save_table(meta, meta_file)
+            files.write_atomic(meta_file, meta.to_csv(index=False))
     return folder, pd.read_csv(meta_file)
 
 
