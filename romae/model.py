@@ -15,6 +15,7 @@ Every forward returns (output, loss), the contract of `romae.train.fit`.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from pathlib import Path
 
@@ -210,6 +211,22 @@ class Head(nn.Module):
         return self.net(x)
 
 
+@contextlib.contextmanager
+def seeded(seed: int | None, owner: str = "seed"):
+    """The `with` block's random draws on the CPU come from `torch.manual_seed(seed)`, and torch's global
+    generator is left as it was (`torch.random.fork_rng`); `seed=None`: the global generator, unchanged.
+
+    The models build their weights on the CPU inside it, so one seed gives one initialisation in any process."""
+    if seed is None:
+        yield
+        return
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2 ** 63:
+        raise ValueError(f"{owner} must be a whole number in [0, 2**63) or None, got {seed!r}")
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        yield
+
+
 def init_trunc_normal(module: nn.Module) -> None:
     """Truncated-normal (std 0.02) linear weights, zero biases: the authors' fine-tuning initialisation."""
     for m in module.modules():
@@ -240,10 +257,18 @@ def prediction_config(base: RoMAEConfig, *, n_outputs: int, dropout: float | Non
 
 
 class RoMAETrunk(nn.Module):
-    """Patch embedding, [CLS] and encoder, shared by pre-training and prediction models."""
+    """Patch embedding, [CLS] and encoder, shared by pre-training and prediction models.
 
-    def __init__(self, cfg: RoMAEConfig):
+    `seed`: the initial weights come from `torch.manual_seed(seed)`, so the same seed builds the same model in
+    any process (torch's global generator is left untouched); None (default) draws them from the global
+    generator, as PyTorch's modules do. Subclasses add their parts in `_build`."""
+
+    def __init__(self, cfg: RoMAEConfig, *, seed: int | None = None):
         super().__init__()
+        with seeded(seed, f"{type(self).__name__}(seed=)"):
+            self._build(cfg)
+
+    def _build(self, cfg: RoMAEConfig) -> None:
         self.cfg = cfg
         # what the last loss averaged over (real hidden tokens, weighted targets, ...): romae.train's gradient
         # accumulation normalises the summed micro-batch losses by the whole batch's count
@@ -344,10 +369,10 @@ class RoMAETrunk(nn.Module):
 
 
 class RoMAEForPreTraining(RoMAETrunk):
-    """Masked-autoencoder pre-training and interpolation."""
+    """Masked-autoencoder pre-training and interpolation. `RoMAEForPreTraining(cfg, seed=0)`: see RoMAETrunk."""
 
-    def __init__(self, cfg: RoMAEConfig):
-        super().__init__(cfg)
+    def _build(self, cfg: RoMAEConfig) -> None:
+        super()._build(cfg)
         dd = cfg.decoder.d_model
         self.decoder_embed = nn.Linear(cfg.encoder.d_model, dd)  # with bias, no norm before (authors)
         self.mask_token = nn.Parameter(torch.zeros(1, 1, dd))  # zeros (the authors'): located only by RoPE
@@ -445,10 +470,11 @@ class RoMAEForPreTraining(RoMAETrunk):
 
 
 class RoMAEForPrediction(RoMAETrunk):
-    """Classification or regression with a [CLS] head, a padding-aware mean head, or per-token outputs."""
+    """Classification or regression with a [CLS] head, a padding-aware mean head, or per-token outputs.
+    `RoMAEForPrediction(cfg, seed=0)`: see RoMAETrunk."""
 
-    def __init__(self, cfg: RoMAEConfig):
-        super().__init__(cfg)
+    def _build(self, cfg: RoMAEConfig) -> None:
+        super()._build(cfg)
         self.head = Head(cfg.encoder.d_model, cfg.n_outputs, cfg.head_dropout, cfg.encoder.norm_eps)
         if cfg.init in (None, "trunc_normal"):  # authors: truncated normal 0.02 when fine-tuning
             init_trunc_normal(self)
@@ -517,7 +543,7 @@ class RoMAEForPrediction(RoMAETrunk):
 
     @classmethod
     def from_pretrained(cls, pretrained: "nn.Module | str | Path", *, n_outputs: int, embedding: bool = False,
-                        dropout: float | None = None, drop_path: float | None = None,
+                        dropout: float | None = None, drop_path: float | None = None, seed: int | None = None,
                         **overrides) -> "RoMAEForPrediction":
         """A classifier / regressor whose encoder blocks and [CLS] come from a pre-training model.
 
@@ -525,7 +551,8 @@ class RoMAEForPrediction(RoMAETrunk):
         positional set-up (token_dim, axes, encoding, p, [CLS]) and the encoder size are taken from it;
         `dropout` / `drop_path` set the encoder's (Table 12's "dropout / stochastic depth"), and any
         other RoMAEConfig field (head, task, label_smoothing, head_dropout, ...) can be overridden.
-        The patch embedding is re-initialised unless `embedding=True` (as the authors).
+        The patch embedding is re-initialised unless `embedding=True` (as the authors). `seed` fixes the
+        weights that are not copied (the head, and the embedding unless copied), as in the constructor.
         """
         if isinstance(pretrained, nn.Module):
             if not isinstance(getattr(pretrained, "cfg", None), RoMAEConfig):
@@ -539,7 +566,7 @@ class RoMAEForPrediction(RoMAETrunk):
                                           if f.name in saved})
             state = load_state(pretrained)
         cfg = prediction_config(base, n_outputs=n_outputs, dropout=dropout, drop_path=drop_path, **overrides)
-        model = cls(cfg)
+        model = cls(cfg, seed=seed)
         model.load_encoder(state, embedding=embedding)
         return model
 

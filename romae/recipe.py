@@ -77,7 +77,7 @@ def pretrain_finetune(name: str, train, test, model: RoMAEConfig, *, finetune: T
                     checkpoints=checkpoints, pretrained=None if pre is None else pre["state_dict"],
                     val_data=val_data, metrics=metric_fns if val_data is not None else ())
     t2 = time.perf_counter()
-    clf = RoMAEForPrediction(ft_cfg)
+    clf = RoMAEForPrediction(ft_cfg, seed=seed)  # its weights are replaced: the seed only spares the global generator
     clf.load_state_dict(ft["state_dict"])
     clf.eval()
     outputs = predict(clf, test, batch_size=eval_batch)
