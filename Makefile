@@ -16,7 +16,8 @@
 #   make data        download the public datasets the notebooks use (all of them; NAMES=physionet2012,uea:Epilepsy
 #                    for some; MIRROR=<url> fetches from a mirror laid out as <url>/<host>/<path>;
 #                    `.venv/bin/python -m romae.data status` lists what is here)
-#   make clean       remove caches; make distclean also removes .venv
+#   make clean       remove caches: the results cache (.cache/romae), training checkpoints (runs/), __pycache__;
+#                    make distclean also removes .venv
 # Datasets live in $ROMAE_DATA if set, else in ./data/ (git-ignored); ROMAE_DATA is passed to the tests.
 
 PYTHON ?= python3
@@ -101,6 +102,7 @@ data: venv
 	$(VPY) -m romae.data fetch $(NAMES) $(if $(MIRROR),--mirror $(MIRROR))
 
 clean:
+	rm -rf runs .cache/romae
 	find . -path ./$(VENV) -prune -o -type d \( -name __pycache__ -o -name .pytest_cache -o -name .ipynb_checkpoints \) -exec rm -rf {} +
 
 distclean: clean

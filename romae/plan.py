@@ -40,6 +40,7 @@ import inspect
 import itertools
 import json
 import math
+import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,6 +89,7 @@ class Training:
     padded: bool = False  # samples of different lengths: n_tokens is the longest (memory, FLOPs: upper bounds)
     hidden: float | None = None  # pre-training on masks the data gives: the share hidden (None: model.mask_ratio)
     source: str = ""  # where `samples` and `n_tokens` come from
+    feed: str = ""  # how its batches are built on the host (FEEDS): "store" | "images" | "" (tensors: free)
 
     @property
     def shape_model(self) -> RoMAEConfig:
@@ -377,6 +379,77 @@ def step_seconds(t: Training, device: str, precision: str, k: int) -> float | No
     return seconds
 
 
+# ----------------------------------------------------------------------------- feeding
+
+# The host's share of a step: building the batch. "store": romae.store.TokenStore.batch (ELAsTiCC's light curves,
+# thinned to 65 per band); "images": romae.images.GridDataset (gather the uint8 images; on the CPU also augment,
+# resize and patch them; a GPU finishes them itself, on the device). Seconds per sample measured on the
+# compendium's 2-core CPU (AMD EPYC) by `python -m romae.bench plan --device this` (FEED_MEASURED below); "this"
+# measures them again wherever it runs. On a GPU the batch is built by a thread while the previous step trains
+# (romae.feeding's prefetch), so a step takes the longer of the two; on the CPU one after the other.
+FEEDS = ("store", "images")
+FEED_MEASURED = {"store": 1.9e-5, "images": 3.1e-3, "images-gather": 8.9e-6}  # s per sample, 2-core EPYC (224 px images)
+
+
+def feed_seconds(t: Training, device: str) -> float:
+    """Host seconds to build one process's batch of `t` (0 for tensors)."""
+    if not t.feed:
+        return 0.0
+    if t.feed not in FEEDS:
+        raise ValueError(f"Training.feed must be one of {FEEDS} or '', got {t.feed!r}")
+    kind = "images-gather" if t.feed == "images" and device in PEAK else t.feed  # a GPU finishes images itself
+    per = _feed_here(kind, *_image_shape(t)) if device == "this" else FEED_MEASURED[kind]
+    return t.train.batch_size * per
+
+
+def _image_shape(t: Training) -> tuple[int, int]:
+    """(side, patch) in pixels of `t`'s square RGB images after resizing ((0, 0): not images)."""
+    if t.feed != "images":
+        return 0, 0
+    patch = round(math.sqrt(t.model.token_dim / 3))
+    return round(math.sqrt(t.n_tokens)) * patch, patch
+
+
+@functools.lru_cache(maxsize=None)
+def _feed_here(kind: str, side: int = 0, patch: int = 0, n: int = 256) -> float:
+    """Seconds per sample of building batches of `n` on this machine (median of 3): light curves of ELAsTiCC's
+    shape in a TokenStore, or 64 x 64 uint8 images gathered (and augmented, resized to `side`, patched)."""
+    import statistics
+    import tempfile
+
+    if kind == "store":
+        from . import store
+        from .bench import feed_table
+        from .data.elasticc import BANDS, MAX_PER_BAND
+
+        with tempfile.TemporaryDirectory(prefix="romae-plan-feed-") as tmp:
+            store.write_shard(tmp, "part-0", feed_table(n * 4), id="object_id", time="mjd", variable="band",
+                              value=["flux", "flux_err"], flag="photflag", variables=list(BANDS))
+            data = store.TokenStore(tmp, max_per_variable=MAX_PER_BAND)
+            data.batch(torch.arange(n))  # what a view computes once
+            times = []
+            for i in range(3):
+                t0 = time.perf_counter()
+                data.batch(torch.randperm(len(data), generator=torch.Generator().manual_seed(i))[:n])
+                times.append(time.perf_counter() - t0)
+        return statistics.median(times) / n
+    from .images import GridDataset, rand_augment
+
+    g = torch.Generator().manual_seed(0)
+    grids = torch.randint(0, 256, (n * 2, 3, 64, 64), dtype=torch.uint8, generator=g)
+    data = GridDataset(grids, patch_size=patch or 8, mean=(0.5,) * 3, std=(0.25,) * 3,
+                       scale=255.0, size=(side, side) if side else None, augment=rand_augment(2, 9))
+    times = []
+    for i in range(3):
+        idx = torch.randperm(len(data), generator=torch.Generator().manual_seed(i))[:n]
+        t0 = time.perf_counter()
+        raw = data.raw(idx)
+        if kind == "images":
+            data.finish(raw)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) / n
+
+
 @functools.lru_cache(maxsize=None)
 def _speed_here(model_json: str, stage: str, n_tokens: int, train_json: str) -> float:
     """This machine's step time / the reference CPU's, measured on a step of 2 samples."""
@@ -421,13 +494,17 @@ def plan(device: str = "h100", gpus: int = 1, memory_gib: float | None = None, p
                 mem = memory(t, bf16=p == "bf16", kernel=kernel)
                 micro, k = pick_micro_batch(t.train.batch_size, mem, memory_gib)
                 s = None if micro is None else step_seconds(t, device, p, k)
+                feed = feed_seconds(t, device) if s is not None else None
+                if s is not None:  # a GPU trains while a thread builds the next batch; the CPU does one, then the other
+                    s = max(s, feed) if device in PEAK else s + feed
                 at = micro or 1
                 # 1 and 2 are the points of the line; TF32's counts are FP32's
                 checked_at = at if checked and at > 2 and p != "tf32" else None
                 row["precision"][p] = dict(micro=micro, k=k, peak_gib=mem.peak_gib(at), check_micro=checked_at,
                                            check_error=None if checked_at is None else check(t, mem, at, p == "bf16",
                                                                                             kernel),
-                                           hours=None if s is None else t.runs * t.steps * s / 3600, kernel=kernel)
+                                           hours=None if s is None else t.runs * t.steps * s / 3600, kernel=kernel,
+                                           feed_seconds=feed)
             rows.append(row)
     totals = {}
     for nb in [*dict.fromkeys(r["notebook"] for r in rows), "all"]:
@@ -452,7 +529,7 @@ def table(p: dict, markdown: bool = False) -> str:
     micro-batch columns: the first precision's, and BF16's when it is planned too."""
     precs = p["settings"]["precisions"]
     mems = list(dict.fromkeys([precs[0]] + (["bf16"] if "bf16" in precs else [])))
-    head = (["nb", "training", "runs", "tokens", "samples", "batch", "steps", "PFLOP"]
+    head = (["nb", "training", "runs", "tokens", "samples", "batch", "steps", "PFLOP", "feed s"]
             + [c for q in mems for c in (f"attention ({q})", f"micro x k ({q})", f"peak GiB ({q})")]
             + [f"h {q}" for q in precs])
 
@@ -463,7 +540,8 @@ def table(p: dict, markdown: bool = False) -> str:
     for nb, rows in itertools.groupby(p["rows"], key=lambda r: r["notebook"]):
         for r in rows:
             cells = [nb, r["name"], str(r["runs"]), ("<=" if r["padded"] else "") + str(r["tokens"]),
-                     f"{r['samples']:,}", f"{r['batch']:,}", f"{r['steps']:,}", f"{r['flops'] / 1e15:,.1f}"]
+                     f"{r['samples']:,}", f"{r['batch']:,}", f"{r['steps']:,}", f"{r['flops'] / 1e15:,.1f}",
+                     _feed(r["precision"][precs[0]].get("feed_seconds"))]
             for x in (r["precision"][q] for q in mems):
                 cells += [x.get("kernel", "")] + (["does not fit", f"{x['peak_gib']:.1f} at 1"] if x["micro"] is None
                                                   else [f"{x['micro']:,} x {x['k']}", f"{x['peak_gib']:.1f}"])
@@ -477,6 +555,10 @@ def table(p: dict, markdown: bool = False) -> str:
     widths = [max(len(c[i]) for c in [head] + lines) for i in range(len(head))]
     return "\n".join("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
                      for cells in [head] + lines)
+
+
+def _feed(seconds: float | None) -> str:
+    return "-" if not seconds else f"{seconds:.2g}"
 
 
 def describe(p: dict) -> str:
@@ -500,7 +582,12 @@ def describe(p: dict) -> str:
            f"{100 * max(errors):.2g} %" if errors else "")
         + ". tokens include [CLS]; <= : padded data at its longest sample (memory and FLOPs are upper bounds). "
         "batch: the global batch; micro x k: per device, k micro-batches a step. PFLOP: all runs of the row. "
-        "h: hours for all runs of the row, one after another."])
+        "h: hours for all runs of the row, one after another. feed s: the host's seconds to build one device's "
+        "batch (ELAsTiCC's TokenStore; Tiny ImageNet's images: gathered, and on a CPU also augmented and resized), "
+        + ("measured here" if s["device"] == "this" else "measured on the compendium's 2-core CPU")
+        + (": a GPU step takes the longer of it and the step (a thread builds the next batch)" if s["device"] in PEAK
+           else ": added to each step")
+        + "; - : tensors, nothing to build."])
 
 
 def show(notebook: str, profile: str, gpus: int = 1) -> None:
@@ -518,6 +605,13 @@ def show(notebook: str, profile: str, gpus: int = 1) -> None:
         print(f"{name} is not in the plan's table: times below are for an H100")
     print(describe(p))
     print(table(p))
+    from . import terminal
+
+    runs = sum(r["runs"] for r in p["rows"])
+    terminal.expect(runs)
+    hours = p["totals"].get(notebook, {}).get("fp32")
+    terminal.say(f"plan (paper profile, {name or 'this CPU'}): {len(p['rows'])} trainings x their seeds = {runs} runs, "
+                 + (f"about {_hours(hours)} h in FP32 on this device" if hours is not None else "FP32 does not fit"))
 
 
 README_BEGIN, README_END = "<!-- plan:begin -->", "<!-- plan:end -->"

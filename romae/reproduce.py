@@ -25,6 +25,9 @@ Reports are precious, so a run never damages what is there:
   error, goes to <reports>/failed/<profile>/); an interrupted run (Ctrl-C, SIGTERM) is logged as
   "interrupted" and the summary and index are rebuilt from what is on disk; a killed one leaves only
   its staging folder, removed by the next run.
+* The terminal tells the story of each notebook: how long its last successful run of this profile took, the
+  lines its kernel says (`romae.terminal`: its plan and estimates, each training's start, end and a line a
+  minute, with trainings done / expected and the time left) and, at the end, its result rows.
 * A run never replaces an artefact of a better profile (paper > quick > smoke): a `quick` run of a
   notebook that has a successful `paper` run publishes to <reports>/quick/ instead.
 * Nothing published names this machine's paths (`redactor`): the data root is written `$ROMAE_DATA`, the
@@ -63,6 +66,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -70,7 +74,7 @@ from pathlib import Path
 import nbformat
 import pandas as pd
 
-from . import frontpage, report, runtime
+from . import frontpage, report, runtime, terminal
 from .config import PROFILES, as_list, check_profile
 from .data import catalog, files
 
@@ -514,12 +518,15 @@ def run_notebook(source: Path, profile: str, reports: Path, timeout: float | Non
     manifest = stage / "modules.json"
     # the kernel lists the package modules it ran (report._note_modules); TQDM_DISABLE quiets the bars that
     # leave `disable` to tqdm (fit's does not: strip_timestamps drops bars from the executed copy)
-    with _restored_env(report.MANIFEST, "TQDM_DISABLE"):
-        os.environ.update({report.MANIFEST: str(manifest), "TQDM_DISABLE": "1"})
+    # the kernel's lines for the terminal (romae.terminal.say: plan, trainings, results) are printed as they come
+    echo = stage / "terminal.log"
+    with _restored_env(report.MANIFEST, "TQDM_DISABLE", terminal.ECHO), _echoed(echo):
+        os.environ.update({report.MANIFEST: str(manifest), "TQDM_DISABLE": "1", terminal.ECHO: str(echo)})
         try:
+            # KERNEL_QUIET: ipykernel's warning that its local TCP transport is unencrypted, once per notebook
             papermill.execute_notebook(str(source), str(out), parameters=dict(overrides, profile=profile,
                                        reports_dir=str(stage)), kernel_name="python3", cwd=str(ROOT),
-                                       execution_timeout=timeout, progress_bar=False)
+                                       execution_timeout=timeout, progress_bar=False, extra_arguments=KERNEL_QUIET)
         except KeyboardInterrupt:
             shutil.rmtree(stage, ignore_errors=True)
             raise
@@ -536,6 +543,8 @@ def run_notebook(source: Path, profile: str, reports: Path, timeout: float | Non
     seconds = time.perf_counter() - start
     if status == "ok":  # which code made these artefacts: the freshness check reads it (report.freshness)
         write_provenance(stage, source, profile, manifest, row["commit"])
+        for line in result_lines(stage / "results.csv"):
+            print(f"    {line}", flush=True)
     variant = variant_slug(source.stem, profile, overrides) if overrides else ""
     try:
         if out.exists() and status != "skipped":
@@ -553,6 +562,66 @@ def run_notebook(source: Path, profile: str, reports: Path, timeout: float | Non
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     return dict(row, seconds=round(seconds, 1), status=status, error=error, where=str(where))
+
+
+KERNEL_QUIET = ["--IPKernelApp.log_level=ERROR"]
+SHOWN_RESULTS = 8  # result rows a notebook prints in the terminal; the rest are in SUMMARY.md
+
+
+@contextmanager
+def _echoed(path: Path, indent: str = "    "):
+    """Print each whole line appended to `path` (by the kernel: romae.terminal.say) while the block runs, and
+    what is left when it ends."""
+    stop = threading.Event()
+
+    def follow():
+        pos = 0
+        while True:
+            last = stop.is_set()
+            try:
+                with open(path, "rb") as f:
+                    f.seek(pos)
+                    chunk = f.read()
+            except OSError:
+                chunk = b""
+            whole = chunk[:chunk.rfind(b"\n") + 1] if not last else chunk
+            pos += len(whole)
+            for line in whole.decode("utf-8", "replace").splitlines():
+                print(indent + line, flush=True)
+            if last:
+                return
+            stop.wait(0.5)
+
+    thread = threading.Thread(target=follow, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=10)
+
+
+def result_lines(path: Path) -> list[str]:
+    """The terminal's summary of a notebook's result rows: 'result: <experiment> <setting> <metric> <ours> (n
+    seeds)', at most SHOWN_RESULTS of them."""
+    if not path.exists():
+        return []
+    try:
+        rows = pd.read_csv(path)
+    except (pd.errors.EmptyDataError, pd.errors.ParserError):
+        return []
+    lines = []
+    for r in rows.head(SHOWN_RESULTS).itertuples():
+        n = getattr(r, "n_seeds", None)
+        n = int(n) if pd.notna(n) else None
+        std = getattr(r, "ours_std", None)
+        spread = f" +- {std:.4g}" if n and n > 1 and pd.notna(std) else ""
+        seeds = f" ({n} seed{'s' if n != 1 else ''})" if n else ""
+        value = f"{r.ours:.4g}" if isinstance(r.ours, (int, float)) and pd.notna(r.ours) else str(r.ours)
+        lines.append(f"result: {r.experiment} | {r.setting} | {r.metric}: {value}{spread}{seeds}")
+    if len(rows) > SHOWN_RESULTS:
+        lines.append(f"... and {len(rows) - SHOWN_RESULTS} more result rows (SUMMARY.md)")
+    return lines
 
 
 def write_provenance(stage: Path, source: Path, profile: str, manifest: Path, commit: str) -> Path:
@@ -586,6 +655,23 @@ def append_run(row: dict, reports: Path) -> None:
             writer.writeheader()
         writer.writerow({k: redact(v) if isinstance(v, str) else v for k, v in
                          ((k, row.get(k, "")) for k in RUN_COLUMNS)})
+
+
+def last_took(reports: Path, notebook: str, profile: str, params: dict) -> str:
+    """' (its last successful <profile> run took 12 min on <device>)', or '' if there was none. `params`: the
+    notebook's overrides (resolve_params), as runs.csv names them."""
+    try:
+        runs = all_runs(reports)
+    except Exception:  # an unreadable log: no estimate, not a failure
+        return ""
+    if runs.empty:
+        return ""
+    mine = runs[(runs.notebook == notebook) & (runs.profile == profile) & (runs.status == "ok")
+                & (runs.params == "; ".join(show_params(params)))]
+    if mine.empty:
+        return ""
+    last = mine.iloc[-1]
+    return f" (its last successful {profile} run took {terminal.duration(float(last.seconds))} on {last.device})"
 
 
 def latest_runs(reports: Path) -> pd.DataFrame:
@@ -628,8 +714,11 @@ def variant_table(reports: Path) -> pd.DataFrame:
     else as its folder name says), and `code`: 'current' when its provenance record
     (variants/<variant>/provenance/<notebook>.json) matches the files on disk, else 'stale: <why>' (a variant
     without a record, from before records were kept, is stale: nobody can say which code made it)."""
-    folders = sorted(p for p in (reports / "variants").glob("*") if p.is_dir()) if (reports / "variants").is_dir() else []
-    runs = all_runs(reports)
+    # a folder holding only the runs.csv of failed runs is no variant (yet)
+    folders = sorted(p for p in (reports / "variants").glob("*") if (p / "executed").is_dir()) \
+        if (reports / "variants").is_dir() else []
+    # a variant's runs are logged in its own folder (older ones in the main runs.csv)
+    runs = pd.concat([all_runs(reports), *(all_runs(f) for f in folders)], ignore_index=True)
     runs = runs[(runs.params != "") & (runs.status == "ok")]
     slugs = {_slug([r.notebook, r.profile, *r.params.split("; ")]): r.params for r in runs.itertuples()}
     rows = []
@@ -650,15 +739,7 @@ def build_variants(reports: Path) -> pd.DataFrame:
     does); -> `variant_table`."""
     table = variant_table(reports)
     for v in table.itertuples():
-        folder = reports / "variants" / v.variant
-        report.build_summary(folder)
-        head = (f"# Variant {v.variant}\n\nA run of notebook `{v.notebook}` in the **{v.profile}** profile with other "
-                f"parameters than its own (`{v.params}`): its numbers are not the compendium's reproduction of the "
-                f"paper and count in none of the main summary's statuses. Code: **{v.code}**. Executed notebook: "
-                f"`executed/{v.notebook}.ipynb`; page: `../../html/variants/{v.variant}.html`.\n\n")
-        path = folder / "SUMMARY.md"
-        body = path.read_text()
-        report.write_atomic(path, head + ("#" + body if body.startswith("# ") else body))  # its title, one level down
+        build_variant(reports, v)
     if len(table):
         listed = table.assign(variant=[f"[{v}](variants/{v}/) ([summary](variants/{v}/SUMMARY.md))"
                                        for v in table.variant])
@@ -671,10 +752,45 @@ def build_variants(reports: Path) -> pd.DataFrame:
     return table
 
 
-def build_reports(reports: Path) -> Path:
+def build_variant(reports: Path, v) -> Path:
+    """One variant's own summary.csv and SUMMARY.md (from its own results.csv, headed by what the variant is;
+    `v`: its row of `variant_table`) and its page, all inside its folder -> the folder."""
+    folder = reports / "variants" / v.variant
+    report.build_summary(folder)
+    head = (f"# Variant {v.variant}\n\nA run of notebook `{v.notebook}` in the **{v.profile}** profile with other "
+            f"parameters than its own (`{v.params}`): its numbers are not the compendium's reproduction of the "
+            f"paper and count in none of the main summary's statuses. Code: **{v.code}**. Executed notebook: "
+            f"`executed/{v.notebook}.ipynb`; page: `{v.notebook}.html`.\n\n")
+    path = folder / "SUMMARY.md"
+    body = path.read_text()
+    report.write_atomic(path, head + ("#" + body if body.startswith("# ") else body))  # its title, one level down
+    redact = redactor(reports)
+    for path in (folder / "SUMMARY.md", folder / "summary.csv"):
+        if path.exists():
+            redact_file(path, redact)
+    executed = folder / "executed" / f"{v.notebook}.ipynb"
+    if executed.exists():
+        render_page(reports, executed, folder / f"{v.notebook}.html")
+    return folder
+
+
+def variant_of(notebook: Path, profile: str, params: dict) -> str:
+    """The variant folder's name a run of `notebook` with `params` publishes to ('' for the notebook's own run)."""
+    _, overrides = resolve_params(notebook, profile, params)
+    return variant_slug(notebook.stem, profile, overrides) if overrides else ""
+
+
+def build_reports(reports: Path, variants: list[str] | None = None) -> Path:
     """Everything a run leaves besides its own files, from what is on disk: summary.csv and SUMMARY.md (with
     the runs and the variants), each variant's summary, the HTML pages and index.html, none with this
-    machine's paths -> index.html."""
+    machine's paths -> index.html. `variants`: only these variants ran: their own folders are rebuilt and no
+    tracked file outside them changes (the main pages list them the next time they are built) -> the first's
+    folder."""
+    if variants:
+        table = variant_table(reports)
+        table = table[table.variant.isin(variants)]
+        built = [build_variant(reports, v) for v in table.itertuples()]
+        return built[0] if built else reports / "variants"
     report.build_summary(reports)
     add_runs_section(reports)
     build_variants(reports)
@@ -710,25 +826,30 @@ def vendor_mathjax(html_dir: Path) -> Path:
 
 def render_notebooks(reports: Path, force: bool = False) -> list[Path]:
     """<reports>/executed/*.ipynb -> <reports>/html/*.html (only new or changed ones unless `force`)."""
-    from nbconvert import HTMLExporter
-
     html_dir = reports / "html"
     html_dir.mkdir(parents=True, exist_ok=True)
     vendor_mathjax(html_dir)
-    exporter = HTMLExporter(template_name="lab", mathjax_url=MATHJAX_URL, embed_images=True)
-    pages = []
     sources = [(nb, html_dir / f"{nb.stem}.html") for nb in sorted((reports / "executed").glob("*.ipynb"))]
-    sources += [(nb, html_dir / "variants" / f"{nb.parent.parent.name}.html")  # runs with other parameters
+    sources += [(nb, nb.parent.parent / f"{nb.stem}.html")  # runs with other parameters: in their own folders
                 for nb in sorted((reports / "variants").glob("*/executed/*.ipynb"))]
-    for nb, page in sources:
-        if force or not page.exists() or page.stat().st_mtime < nb.stat().st_mtime:
-            body, _ = exporter.from_filename(str(nb))
-            if page.parent != html_dir:  # one folder down: MathJax is one level up
-                body = body.replace(MATHJAX_URL, "../" + MATHJAX_URL)
-            page.parent.mkdir(parents=True, exist_ok=True)
-            report.write_atomic(page, redactor(reports)(body))  # the executed copy is clean already
-        pages.append(page)
-    return pages
+    return [render_page(reports, nb, page, force) for nb, page in sources]
+
+
+def render_page(reports: Path, executed: Path, page: Path, force: bool = False) -> Path:
+    """`executed` (a notebook) -> the HTML `page`, unless the page is newer (or `force`); MathJax from
+    <reports>/html/ wherever the page lies."""
+    from nbconvert import HTMLExporter
+
+    html_dir = reports / "html"
+    if force or not page.exists() or page.stat().st_mtime < executed.stat().st_mtime:
+        vendor_mathjax(html_dir)
+        exporter = HTMLExporter(template_name="lab", mathjax_url=MATHJAX_URL, embed_images=True)
+        body, _ = exporter.from_filename(str(executed))
+        if page.parent != html_dir:
+            body = body.replace(MATHJAX_URL, Path(os.path.relpath(html_dir, page.parent), MATHJAX_URL).as_posix())
+        page.parent.mkdir(parents=True, exist_ok=True)
+        report.write_atomic(page, redactor(reports)(body))  # the executed copy is clean already
+    return page
 
 
 def _html_table(df: pd.DataFrame, css: str, key: str = "status") -> str:
@@ -772,9 +893,9 @@ def build_index(reports: Path) -> Path:
     notes = every.drop_duplicates("notebook", keep="last").set_index("notebook").note if len(every) else {}
     for v in variant_table(reports).itertuples():  # their own folders, results and code state: never the rows above
         folder = f"variants/{v.variant}"
-        page = reports / "html" / "variants" / f"{v.variant}.html"
-        link = f'<a href="html/variants/{html.escape(page.name)}">{html.escape(v.variant)}</a>' if page in pages \
-            else html.escape(v.variant)
+        page = reports / folder / f"{v.notebook}.html"
+        link = f'<a href="{html.escape(folder)}/{html.escape(page.name)}">{html.escape(v.variant)}</a>' \
+            if page in pages else html.escape(v.variant)
         code = f"code {v.code}"
         rows = f', <a href="{html.escape(folder)}/results.csv">results.csv</a>' \
             if (reports / folder / "results.csv").exists() else ", no result rows"
@@ -784,7 +905,7 @@ def build_index(reports: Path) -> Path:
                         + (f"<strong>{html.escape(code)}</strong>" if v.code != "current" else html.escape(code))
                         + "</li>")
     for page in pages:
-        if page.parent.name == "variants":
+        if page.parent != reports / "html":  # a variant's, listed above
             continue
         state = last.get(page.stem, "ok")
         why = f": {notes.get(page.stem, '')}" if state == "skipped" and notes.get(page.stem, "") else ""
@@ -953,11 +1074,15 @@ def _main(argv: list[str] | None) -> int:
             for need in left:
                 print(f"== {nb.name}: cannot fetch: {need.message(effective.get('data_root') or None)}", flush=True)
     failed, skipped, interrupted = [], [], False
+    # a run with other parameters than a notebook's own publishes, and logs, into its variant folder alone
+    variants = {nb.name: variant_of(nb, profile, params) for nb in notebooks}
     # Ctrl-C and SIGTERM (e.g. a CI time-out): stop the kernel, log, rebuild the pages, stop
     previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         for i, nb in enumerate(notebooks, 1):
-            print(f"[{i}/{len(notebooks)}] {nb.name} ...", end=" ", flush=True)
+            home = reports / "variants" / variants[nb.name] if variants[nb.name] else reports
+            print(f"[{i}/{len(notebooks)}] {nb.name} ..." + last_took(home, nb.stem, profile,
+                                                                     resolve_params(nb, profile, params)[1]), flush=True)
             start = time.perf_counter()
             try:
                 row = run_notebook(nb, profile, reports, args.timeout, device, params)
@@ -966,9 +1091,10 @@ def _main(argv: list[str] | None) -> int:
                            seconds=round(time.perf_counter() - start, 1), status="interrupted",
                            error="interrupted (SIGINT/SIGTERM); the previous artefacts are unchanged")
                 interrupted = True
-            append_run(row, reports)
+            append_run(row, home)
             kept = row.get("where") and Path(row["where"]) != reports and row["status"] == "ok"
-            print(f"{row['status']} in {row['seconds']:.1f} s" + (f": {row['error']}" if row["error"] else "")
+            print(f"[{i}/{len(notebooks)}] {nb.stem}: {row['status']} in {row['seconds']:.1f} s"
+                  + (f": {row['error']}" if row["error"] else "")
                   + (f": {row['note']}" if row.get("note") else "")
                   + (f" (published apart in {row['where']})" if kept else ""), flush=True)
             if row["status"] == "failed":
@@ -980,8 +1106,13 @@ def _main(argv: list[str] | None) -> int:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        index = build_reports(reports)
-    print(f"== summary: {reports / 'SUMMARY.md'}; pages: {index}", flush=True)
+        only_variants = all(variants.values())
+        index = build_reports(reports, list(variants.values()) if only_variants else None)
+    if only_variants:
+        print(f"== variant: {index} (its own SUMMARY.md, page and runs.csv; the main summary and index list it "
+              "when they are next built: no tracked file outside the folder changed)", flush=True)
+    else:
+        print(f"== summary: {reports / 'SUMMARY.md'}; pages: {index}", flush=True)
     if skipped:
         print(f"== SKIPPED, their data is missing: {', '.join(skipped)} (each row of {reports / 'runs.csv'} names "
               f"the command that fetches it; `make reproduce DOWNLOAD=1` fetches what the selected notebooks need)",

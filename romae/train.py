@@ -43,7 +43,7 @@ from torch.optim.lr_scheduler import LambdaLR
 from tqdm import tqdm  # plain text bars: no ipywidgets needed in notebooks
 
 from romae.config import TrainConfig, check_whole
-from romae import checkpoint, feeding, masking, runtime
+from romae import checkpoint, feeding, masking, runtime, terminal
 from romae.checkpoint import load_checkpoint, load_state, read_config
 from romae.feeding import ArrayDataset
 
@@ -521,6 +521,9 @@ def _fit(model, train_data, cfg: TrainConfig, *, val_data, out_dir, resume, conf
         feeder = feeding.Feeder(train_data, dev, feeding.feed_mode(train_data, dev))
         held.callback(feeder.close)
         bar = tqdm(total=stop, initial=step, disable=not (cfg.progress and main), desc="train")
+        told = terminal.Training()  # make reproduce's terminal: a line at the start, the end, and each minute
+        if main:
+            told.start(step, stop)
         t0 = time.perf_counter() - seconds
         model.train()
         epoch = step // steps_per_epoch
@@ -548,6 +551,8 @@ def _fit(model, train_data, cfg: TrainConfig, *, val_data, out_dir, resume, conf
                     log({"step": step, "event": "compiled", "first_step_seconds": time.perf_counter() - t_step})
                     compiling = False
                 bar.update(1)
+                if main:
+                    told.step(step)
                 # grad_norm stays a tensor until a row is written: one host sync less per step.
                 window = {"loss": window["loss"] + loss, "grad_norm": window["grad_norm"] + grad_norm,
                           "n": window["n"] + 1}
@@ -587,6 +592,8 @@ def _fit(model, train_data, cfg: TrainConfig, *, val_data, out_dir, resume, conf
             epoch += 1
         _check_losses(pending)
         bar.close()
+        if main:
+            told.end()
         return FitResult(accelerator.unwrap_model(model, keep_fp32_wrapper=False), history, step, out)
 
 def training_seconds(history: list[dict], fallback: float) -> float:
@@ -631,20 +638,26 @@ def fit_cached(name: str, model_cls, model_cfg, data, cfg: TrainConfig, key: dic
     checkpoints = checkpoints or cfg.checkpoint_every is not None  # a schedule asked for (romae.plan): kept
     out_dir = Path(__file__).resolve().parents[1] / "runs" / run_id if checkpoints and not rt.dry_run else None
 
+    computed = []
+
     def compute():
+        computed.append(True)
         torch.manual_seed(seed)  # model initialisation
         model = model_cls(model_cfg)
         if pretrained is not None:
             model.load_encoder(pretrained)
         t0 = time.perf_counter()
         data_ = ArrayDataset(**data) if isinstance(data, dict) else data  # a dict of tensors, or a dataset
-        res = fit(model, data_, cfg, out_dir=out_dir, config=model_cfg, resume=not refresh, **fit_kwargs)
+        with terminal.named(name):
+            res = fit(model, data_, cfg, out_dir=out_dir, config=model_cfg, resume=not refresh, **fit_kwargs)
         return dict(state_dict={k: v.detach().cpu() for k, v in res.model.state_dict().items()},
                     history=res.history, steps=res.steps, seconds=training_seconds(res.history, time.perf_counter() - t0))
 
     # run_id names this result: a later stage that starts from it (fine-tuning) puts it in its own key
-    return {**cached(name, key, compute, cache_dir=cache_dir, refresh=refresh, code=code, modules=modules),
-            "run_id": run_id}
+    result = cached(name, key, compute, cache_dir=cache_dir, refresh=refresh, code=code, modules=modules)
+    if not computed:
+        terminal.cached(name)
+    return {**result, "run_id": run_id}
 
 
 def compile_model(model: torch.nn.Module) -> torch.nn.Module:

@@ -65,7 +65,7 @@ def test_variant_provenance_records_are_complete():
 def test_variant_pages_stay_small_and_apart(folder):
     notebook = folder.name.split("--")[0]
     executed = folder / "executed" / f"{notebook}.ipynb"
-    page = REPORTS / "html" / "variants" / f"{folder.name}.html"
+    page = folder / f"{notebook}.html"
     assert executed.exists() and page.exists(), f"{folder.name}: a variant without its executed copy or page"
     assert page.stat().st_size <= LIMIT, f"{page.name} is {page.stat().st_size / 1e6:.2f} MB (limit 1 MB)"
     text = executed.read_text()
@@ -84,4 +84,4 @@ def test_variant_pages_stay_small_and_apart(folder):
     line = next(x for x in section[1].splitlines() if folder.name in x)
     assert f"| {state}" in line, f"the variant's code state is not {state!r}: {line}"
     index = (REPORTS / "index.html").read_text()
-    assert f"html/variants/{folder.name}.html" in index and f"code {state}" in index
+    assert f"variants/{folder.name}/{notebook}.html" in index and f"code {state}" in index

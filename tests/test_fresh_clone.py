@@ -76,11 +76,15 @@ def runs(tmp_path_factory):
 
     first = run("--only", "01,02,03")
     download = run("--only", "04", "--download", "--mirror", mirror.as_uri())
+    main_files = ("SUMMARY.md", "summary.csv", "index.html", "results.csv", "runs.csv", "html/03_ok.html",
+                  "executed/03_ok.ipynb")
+    before = {f: (reports / f).read_bytes() for f in main_files}
     second = run("--only", "03", "--param", "datasets=A,B", "--param", "n=3", "--param", "flag=yes")
+    after = {f: (reports / f).read_bytes() for f in main_files}
     bad = [run("--only", "03", "--param", "n=three"), run("--only", "03", "--param", "nope=1"),
            run("--only", "03", "--param", "datasets")]
     return dict(tmp=tmp, reports=reports, first=first, second=second, bad=bad, published=published, data=data,
-                download=download, fetched=fetched)
+                download=download, fetched=fetched, before=before, after=after)
 
 
 def test_missing_data_is_skipped_with_its_fetch_command_and_exit_0(runs):
@@ -151,9 +155,18 @@ def test_params_are_converted_by_their_declared_type_and_run_as_a_variant(runs):
     assert "PARAMS ['A', 'B'] 3 True" in printed
     # the default run's executed copy is not replaced by the variant
     assert "PARAMS [] 1 False" in (runs["reports"] / "executed" / "03_ok.ipynb").read_text()
-    rows = pd.read_csv(runs["reports"] / "runs.csv", dtype=str, keep_default_na=False)
-    assert rows.params.iloc[-1] == "datasets=A,B; flag=True; n=3"
-    assert (runs["reports"] / "html" / "variants" / f"{variants[0].name}.html").exists()
+    rows = pd.read_csv(variants[0] / "runs.csv", dtype=str, keep_default_na=False)  # its own log
+    assert rows.params.tolist() == ["datasets=A,B; flag=True; n=3"] and rows.status.tolist() == ["ok"]
+    assert (variants[0] / "03_ok.html").exists()
+
+
+def test_a_variant_run_changes_no_file_outside_its_folder(runs):
+    """The main summary, index, results, runs log and the notebook's own copy and page are byte for byte what
+    they were; the terminal says where the variant went."""
+    changed = [f for f in runs["before"] if runs["before"][f] != runs["after"][f]]
+    assert not changed, changed
+    assert "== variant: " in runs["second"].stdout and "no tracked file outside the folder" in runs["second"].stdout
+    assert not (runs["reports"] / "html" / "variants").exists()
 
 
 def test_a_variant_keeps_its_rows_provenance_and_summary_apart(runs):
@@ -169,11 +182,15 @@ def test_a_variant_keeps_its_rows_provenance_and_summary_apart(runs):
     assert prov["notebook"] == "03_ok" and prov["profile"] == "smoke" and "romae/report.py" in prov["modules"]
     assert (reports / "provenance" / "03_ok.json").exists()  # the default run's, beside it
     assert (variant / "summary.csv").exists() and "runner test ['A', 'B']" in (variant / "SUMMARY.md").read_text()
+    assert "page: `03_ok.html`" in (variant / "SUMMARY.md").read_text()
+    reproduce.build_reports(reports)  # the main pages list it once they are built again
     section = (reports / "SUMMARY.md").read_text().split("## Variants", 1)[1]
     assert variant.name in section and "datasets=A,B; flag=True; n=3" in section
     assert "runner test ['A', 'B']" not in (reports / "SUMMARY.md").read_text()
     index = (reports / "index.html").read_text()
-    assert f"html/variants/{variant.name}.html" in index and "code current" in index
+    assert f"variants/{variant.name}/03_ok.html" in index and "code current" in index
+    # the page finds MathJax two folders up
+    assert "../../html/mathjax/MathJax.js" in (variant / "03_ok.html").read_text()
 
 
 def test_bad_params_are_usage_errors_before_anything_runs(runs):

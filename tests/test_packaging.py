@@ -158,3 +158,15 @@ def test_environment_header(env):
 
 def test_python_requirement(pyproject):
     assert pyproject["project"]["requires-python"] == ">=3.11"
+
+
+def test_make_clean_removes_checkpoints_and_the_results_cache(tmp_path):
+    """`make clean` (dry run) removes runs/ (the notebook trainings' checkpoints, git-ignored, named in the README)
+    and the results cache."""
+    import subprocess
+
+    out = subprocess.run(["make", "-n", "clean"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "rm -rf runs .cache/romae" in out.stdout
+    assert "/runs/" in (ROOT / ".gitignore").read_text().splitlines()
+    assert "runs/ " in (ROOT / "README.md").read_text()

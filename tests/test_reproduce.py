@@ -34,6 +34,19 @@ def _notebook(cells) -> nbformat.NotebookNode:
     return nb
 
 
+# what a notebook tells the terminal (romae.terminal): its plan line, then one tiny training that says its start and end
+TERMINAL_CELL = """import torch
+from romae import RoMAEConfig, RoMAEForPreTraining, TrainConfig, fit, size, terminal
+from romae.train import ArrayDataset
+terminal.expect(2)
+terminal.say("plan: a line for the terminal")
+x = torch.randn(8, 6, 1)
+t = torch.arange(6.0).expand(8, 1, 6)
+with terminal.named("tiny_pretrain"):
+    fit(RoMAEForPreTraining(RoMAEConfig(token_dim=1, n_axes=1, encoder=size("tiny-shallow")), seed=0),
+        ArrayDataset(values=x, positions=t), TrainConfig(epochs=1, batch_size=4, progress=False))"""
+
+
 def write_notebooks(folder: Path) -> dict:
     """01_fail.ipynb and 02_ok.ipynb in `folder`; returns the paper row that 02_ok records."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -50,6 +63,7 @@ def write_notebooks(folder: Path) -> dict:
                       "print('a warning that stays', file=sys.stderr)"),
         new_code_cell("import matplotlib.pyplot as plt\nfig, ax = plt.subplots(figsize=(2, 2))\n"
                       "ax.plot([0, 1], [0, 1])\nplt.show()"),
+        new_code_cell(TERMINAL_CELL),
     ])
     fail = _notebook([new_markdown_cell("# Fails on purpose"), params,
                       new_code_cell('raise RuntimeError("deliberate failure for the runner test")')])
@@ -89,6 +103,20 @@ def test_failing_notebook_fails_the_run_but_not_the_others(run):
     assert (runs.profile == "smoke").all() and (runs.seconds > 0).all()
     assert runs.commit.iloc[0] and runs.device.iloc[0].startswith(("cpu", "NVIDIA", "cuda"))
     assert "**FAILED**" in (run.reports / "SUMMARY.md").read_text().split("## Runs", 1)[1]
+
+
+def test_terminal_tells_the_story(run):
+    """The terminal shows the notebook's own lines as they come (plan, each training's start and end with
+    trainings done / expected), its result rows at the end, and no kernel transport warning."""
+    out = run.proc.stdout
+    lines = out.splitlines()
+    assert "    plan: a line for the terminal" in lines, out
+    start = next(i for i, l in enumerate(lines) if "training 1/2 tiny_pretrain: 2 optimiser steps" in l)
+    end = next(i for i, l in enumerate(lines) if "training 1/2 tiny_pretrain: done in" in l)
+    result = next(i for i, l in enumerate(lines) if l.startswith(f"    result: {run.row['experiment']} | "))
+    finished = next(i for i, l in enumerate(lines) if l.startswith("[2/2] 02_ok: ok in"))
+    assert start < end < result < finished, out
+    assert "without encryption" not in run.proc.stdout + run.proc.stderr
 
 
 def test_executed_copy_keeps_outputs_without_timestamps(run):
