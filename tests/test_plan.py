@@ -217,3 +217,50 @@ def test_show_prints_the_paper_profile_only(capsys, monkeypatch):
     out = capsys.readouterr().out
     assert "pendulum, ours" in out and "pendulum, authors' configuration" in out and "14   total" in out
     assert "reference" in out  # no GPU: the reference CPU's time
+
+
+# ---- the feed term (issue 31 item 6): the host's share of a step
+
+def _feed_training(feed: str, batch: int = 512) -> plan.Training:
+    from romae import RoMAEConfig, TrainConfig, size
+
+    model = RoMAEConfig(token_dim=16 * 16 * 3 if feed == "images" else 2, n_axes=2, encoder=size("tiny-shallow"))
+    return plan.Training("feed test", "pretrain", model, TrainConfig(epochs=1, batch_size=batch), n_tokens=196,
+                         samples=batch * 4, feed=feed)
+
+
+def test_feed_seconds_scale_with_the_batch_and_gpus_finish_images_themselves():
+    assert plan.feed_seconds(_feed_training(""), "h100") == 0.0
+    store = _feed_training("store")
+    assert plan.feed_seconds(store, "h100") == pytest.approx(512 * plan.FEED_MEASURED["store"])
+    assert plan.feed_seconds(_feed_training("store", 1024), "cpu") == pytest.approx(2 * plan.feed_seconds(store, "cpu"))
+    images = _feed_training("images")
+    assert plan._image_shape(images) == (224, 16)
+    # a GPU gathers the uint8 images only (it augments and resizes them on the device); the CPU does it all
+    assert plan.feed_seconds(images, "h100") == pytest.approx(512 * plan.FEED_MEASURED["images-gather"])
+    assert plan.feed_seconds(images, "cpu") > 100 * plan.feed_seconds(images, "h100")
+    with pytest.raises(ValueError, match="Training.feed must be one of"):
+        plan.feed_seconds(_feed_training("video"), "cpu")
+
+
+def test_the_plan_adds_the_feed_on_the_cpu_and_overlaps_it_on_a_gpu(monkeypatch):
+    """CPU: step + feed; GPU: the longer of the two (a thread builds the next batch while this one trains)."""
+    t = _feed_training("store", 16384)
+    monkeypatch.setattr(plan, "trainings", lambda nb, gpus=1: [t])
+    feed = plan.feed_seconds(t, "h100")
+    for device in ("h100", "cpu"):
+        p = plan.plan(device, 1, None, precisions=("fp32",), only=["13"], checked=False)
+        x = p["rows"][0]["precision"]["fp32"]
+        step = plan.step_seconds(t, device, "fp32", x["k"])
+        expected = max(step, feed) if device == "h100" else step + feed
+        assert x["hours"] == pytest.approx(t.runs * t.steps * expected / 3600)
+        assert x["feed_seconds"] == pytest.approx(feed)
+    assert "feed s" in plan.table(p)
+
+
+def test_feed_measured_here_is_near_the_committed_measurement():
+    """`--device this` measures the feed again: on any machine within 20x of the committed 2-core figures (a
+    store batch builder made 10x slower, or a measurement of something else, fails)."""
+    for kind, side, patch in (("store", 0, 0), ("images-gather", 224, 16)):
+        here = plan._feed_here(kind, side, patch, 64)
+        assert plan.FEED_MEASURED[kind] / 20 < here < 20 * plan.FEED_MEASURED[kind], (kind, here)

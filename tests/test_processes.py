@@ -103,10 +103,11 @@ def one_process(name: str) -> dict:
     return train({"job": name}, n_proc=1)
 
 
-def launch(tmp_path: Path, runs: dict[str, dict], n_proc: int = 2) -> dict[str, dict]:
-    """Train `runs` ({name: run}) on `n_proc` CPU processes -> {name: result, or {"error": ValueError text}}."""
+def launch(tmp_path: Path, runs: dict[str, dict], n_proc: int = 2, store: dict | None = None) -> dict[str, dict]:
+    """Train `runs` ({name: run}) on `n_proc` CPU processes -> {name: result, or {"error": ValueError text}}.
+    `store`: first build a store on every process at once (`build_store_here`)."""
     spec, out = tmp_path / "spec.json", tmp_path / "results.pt"
-    spec.write_text(json.dumps({"out": str(out), "runs": runs}))
+    spec.write_text(json.dumps({"out": str(out), "runs": runs, **({"store": store} if store else {})}))
     out.unlink(missing_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ROMAE_", "ACCELERATE_"))}  # no dry run
     env.update(OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
@@ -201,8 +202,42 @@ def test_a_run_planned_for_other_process_count_is_refused(two):
     assert "error" not in two[1]["plain"]  # None (any count) and the right count train
 
 
+def build_store_here(spec: dict) -> None:
+    """On every launched process at once: build the ELAsTiCC stand-in's store in an empty cache (as notebook 13's
+    run does on each GPU), the generator slowed so that the other process arrives while it builds; log who built
+    and what each process then reads."""
+    import hashlib
+    import time as _time
+
+    import numpy as np
+
+    from romae.data import lightcurves
+    from romae.experiments import elasticc as X
+    from romae.store import TokenStore
+
+    X.CACHE = Path(spec["cache"])
+    rank, generate = os.environ["RANK"], lightcurves.generate
+
+    def slow_generate(*args, **kwargs):
+        with open(spec["log"], "a") as f:
+            f.write(f"built by {rank}\n")
+        _time.sleep(2.0)
+        return generate(*args, **kwargs)
+
+    lightcurves.generate = slow_generate
+    folder, meta = X._generated_store("standin", lightcurves, 3, 11)
+    data = TokenStore(folder)
+    h = hashlib.sha256(meta.to_csv(index=False).encode())
+    for i in range(len(data)):
+        h.update(np.ascontiguousarray(data.batch(torch.tensor([i]))["values"].numpy()).tobytes())
+    Path(spec["out"]).with_suffix(f".store-{rank}.json").write_text(json.dumps(dict(folder=str(folder), hash=h.hexdigest(),
+                                                                                     n=len(data))))
+
+
 if __name__ == "__main__":  # the launched script, on every process: python tests/test_processes.py spec.json
     spec = json.loads(Path(sys.argv[1]).read_text())
+    if "store" in spec:
+        build_store_here(spec["store"])
     n, results = int(os.environ["WORLD_SIZE"]), {}
     for name, run in spec["runs"].items():
         try:
@@ -212,3 +247,16 @@ if __name__ == "__main__":  # the launched script, on every process: python test
             results[name] = {"error": str(e)}
     if os.environ["RANK"] == "0":
         torch.save(results, spec["out"])
+
+
+def test_two_launched_processes_build_one_store_on_an_empty_cache(tmp_path):
+    """Issue 31 item 5: under the 2-process launcher, on an empty cache, one process builds the store and the
+    other waits for it (romae.store.build_lock), then both read the same store; no temporary folder is left."""
+    log, out = tmp_path / "built.log", tmp_path / "results.pt"
+    store = dict(cache=str(tmp_path / "cache"), log=str(log), out=str(out))
+    launch(tmp_path, {}, 2, store=store)
+    assert log.read_text().splitlines() in (["built by 0"], ["built by 1"]), log.read_text()
+    seen = [json.loads(out.with_suffix(f".store-{r}.json").read_text()) for r in (0, 1)]
+    assert seen[0] == seen[1] and seen[0]["n"] > 0, seen
+    stores = tmp_path / "cache" / "stores"
+    assert [p.name for p in stores.iterdir() if not p.name.startswith(".")] == [Path(seen[0]["folder"]).name]

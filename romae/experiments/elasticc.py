@@ -146,7 +146,7 @@ def paper_trainings(processes: int = 1) -> list[Training]:
     and from scratch), light curves at ATAT's cap of 65 points per band."""
     cfg, out = config("paper", processes=processes), []
     shape = dict(n_tokens=cfg.max_per_band * len(elasticc.BANDS), samples=PAPER_TRAIN_OBJECTS, processes=processes,
-                 padded=True, source="~1.8 M light curves (Sec. 5.4), ATAT's split")
+                 padded=True, source="~1.8 M light curves (Sec. 5.4), ATAT's split", feed="store")
     for encoder in cfg.encoders:
         model = cfg.model_config(encoder)
         clf = prediction_config(model, n_outputs=len(elasticc.CLASSES), dropout=cfg.dropout, drop_path=cfg.drop_path,

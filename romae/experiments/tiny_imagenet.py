@@ -156,7 +156,7 @@ def paper_trainings(processes: int = 1) -> list[plan.Training]:
         model = cfg.model_config(variant, cfg.patch * cfg.patch * 3)
         clf = prediction_config(model, n_outputs=PAPER_CLASSES, label_smoothing=cfg.label_smoothing)
         shape = dict(n_tokens=grid * grid, samples=PAPER_TRAIN_IMAGES, processes=processes,
-                     source="the official archive")
+                     source="the official archive", feed="images")
         out += [plan.Training(f"{variant}: pre-training", "pretrain", model, cfg.pretrain_config(shape["samples"]),
                               runs=len(cfg.seeds), **shape),
                 plan.Training(f"{variant}: fine-tuning", "finetune", clf, cfg.finetune_config(shape["samples"]),
