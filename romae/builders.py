@@ -17,6 +17,12 @@ the remaining steps keep their true times as positions. A step with only some ch
 filled: by linear interpolation in time within the sample (nearest value at the edges; ContiFormer's
 preprocessing for the UEA archive), or with the training mean (`fill="mean"`); a channel a sample never
 observes gets the training mean. Infinite values are refused, naming the sample.
+
+Labels: class labels (str, int, bool) become class indices (`classes`); float labels are regression
+targets, kept exactly as given (float32), never standardised: only the inputs (`values`) are. So a
+regression model (`task="regression"`, MSE) learns the targets in their own units and `predict` returns
+predictions in those units, with nothing to invert. Standardise large-scale targets yourself if you wish
+(with training statistics; multiply predictions by the std and add the mean back).
 """
 
 from __future__ import annotations
@@ -38,8 +44,17 @@ from .train import ArrayDataset
 class Standardizer:
     """Per-channel (from_sequences) or per-variable-and-channel (from_long) mean and std of real tokens.
 
-    mean, std: [C] (by="channel") or [n_variables, C] (by="variable": the row is picked by the token's
-    variable index, positions axis 1). Fitted on training data only; a constant channel gets std 1.
+    Fitted on training data only; a constant channel gets std 1. It scales the input values only, never
+    the labels (regression targets stay in their own units). `transform`: (x - mean) / std;
+    `inverse_transform`: back to the original units.
+
+    Attributes:
+        mean: float64 array, [C] (by="channel") or [n_variables, C] (by="variable"): the training mean of
+            each channel (of each variable's channel), over real, observed values.
+        std: float64 array of the same shape: the training standard deviation (1 where it is 0 or not
+            finite).
+        by: "channel" (one row for all tokens: `from_sequences`) or "variable" (the row is picked by the
+            token's variable index, positions axis 1: `from_long`).
     """
 
     mean: np.ndarray
@@ -75,8 +90,9 @@ class Standardizer:
 class TokenDataset(ArrayDataset):
     """Tokens with what built them: values [B, N, C], positions [B, A, N], pad_mask [B, N], labels [B].
 
-    Attributes: `standardizer` (or None), `classes` (class names, index = label), `variables`
-    (from_long: names, index = the position on axis 1), `ids` (sample ids, in order).
+    Attributes: `standardizer` (or None; the inputs' statistics: labels are never standardised), `classes`
+    (class names, index = label; None for regression targets), `variables` (from_long: names, index = the
+    position on axis 1), `ids` (sample ids, in order).
     """
 
     def __init__(self, *, standardizer: Standardizer | None = None, classes: list | None = None,
@@ -214,8 +230,22 @@ def from_sequences(values: Sequence, times: Sequence | None = None, labels=None,
     labels: one per sample (class names or ids -> class indices; floats -> regression targets).
     like: the training TokenDataset: reuse its standardiser and classes (for test or new data); without
     it, the standardiser is fitted here (per-channel mean/std over the real, observed values).
+    standardize: False fits no standardiser, so the values stay as given (with `like`, its standardiser,
+    or its lack of one, is used whatever this says).
     fill: 'interpolate' (linear in time within the sample) or 'mean' for partly missing steps.
+    classes: the class order (index = label) instead of the sorted distinct labels.
     -> values [B, N, C] float32, positions [B, 1, N] float64, pad_mask [B, N], labels [B] (if given).
+
+    Float labels (a float array, [n] or [n, k] for k targets per sample) are regression targets, unless
+    `classes=` is given or `like` has classes. They are NOT standardised: `standardize` and the
+    standardiser (`.standardizer`, kept on the dataset) apply to the input values only, and the labels are
+    stored as given (float32; NaN or inf refused). A model trained on them (RoMAEConfig(task="regression",
+    n_outputs=k), MSE) learns the targets in their own units, and `romae.train.predict` returns predictions in
+    those original units: there is nothing to invert and no target statistics are kept. The reason: the
+    paper's regression targets (Pendulum's sin/cos, Sec. 5.4; positions, Sec. 5.1) are used and scored as
+    given, so the MSE is in the units the paper reports. For targets of a large or odd scale, standardise them
+    yourself with training statistics, (y - mean) / std, and map predictions back, pred * std + mean.
+    Integer labels are classes, not targets: pass integer-valued targets as floats.
     """
     _check_like(like, standardize)
     if fill not in ("interpolate", "mean"):
@@ -283,6 +313,12 @@ def from_long(df: pd.DataFrame, *, id: str, time: str, variable: str, value: str
     not observations and are dropped; a row with only some value columns NaN is an error. Datetime times
     become seconds since the sample's first observation. Tokens are ordered by (time, variable) within a
     sample; samples by sorted id. `label`: a column constant within each id.
+
+    The standardiser (`standardize`, fitted here unless `like` is given) is per variable and value column,
+    over the observed values, and scales the token values only. A float `label` column holds regression
+    targets (unless `classes=` is given or `like` has classes), kept as given, NOT standardised, exactly as
+    in `from_sequences`: a regression model learns them, and `romae.train.predict` returns them, in their
+    original units (no target statistics are kept). Other labels (str, int, bool) are classes.
     """
     _check_like(like, standardize)
     value_cols = [value] if isinstance(value, str) else list(value)

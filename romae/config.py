@@ -90,7 +90,26 @@ def check_flag(owner: str, name: str, value: Any) -> bool:
 
 @dataclass
 class EncoderConfig:
-    """One transformer stack (encoder or decoder). Defaults: RoMAE-tiny (Table 8)."""
+    """One transformer stack (encoder or decoder). Defaults: RoMAE-tiny (Table 8); `size(name)` gives the others.
+
+    Pre-norm blocks (RMSNorm -> multi-head self-attention, rotary when pos_encoding is a RoPE -> RMSNorm ->
+    SiLU MLP), each branch added back through stochastic depth. Block parameters: `block_params()`.
+
+    Attributes:
+        d_model: width of every token inside the stack (int >= 1; Table 8: 180 tiny, 432 small, 720 base).
+            Must be divisible by n_heads; with RoPE, d_model / n_heads must split into n_axes even chunks.
+        n_heads: attention heads (int >= 1); each head has head_dim = d_model / n_heads channels.
+        depth: number of transformer blocks (int >= 1; 12 in Table 8, 2 for "tiny-shallow").
+        d_ff: hidden width of each block's MLP (int >= 1); None (default) = 4 * d_model, filled in at
+            construction, so a built config always holds a number.
+        dropout: probability in [0, 1) applied to the attention probabilities and, per `dropout_at`, in the
+            MLP; 0 = none (the paper's pre-training).
+        dropout_at: where the MLP's dropout goes: "authors" (default; on the MLP's output, as the authors'
+            code) or "paper" (on its hidden layer, as App. A.2 describes).
+        drop_path: stochastic depth rate lambda in [0, 1): block l of N (0-based) is dropped with
+            probability lambda * l / (N - 1), as the authors' code (App. A.2 writes lambda * m / N).
+        norm_eps: epsilon of every RMSNorm, > 0 (1e-12 in the authors' code).
+    """
 
     d_model: int = 180  # Table 8
     n_heads: int = 3  # Table 8
@@ -147,7 +166,59 @@ def size(name: str, **overrides: Any) -> EncoderConfig:
 
 @dataclass
 class RoMAEConfig:
-    """A RoMAE model: input tokens, positions, encoder, optional decoder and head."""
+    """A RoMAE model: input tokens, positions, encoder, optional decoder and head.
+
+    One config serves both models: `RoMAEForPreTraining` uses the decoder and the pre-training fields
+    (mask_ratio, normalize_targets, loss_counts_padding, mask_token_init); `RoMAEForPrediction` uses the
+    head, task and output fields. Inputs are values [B, N, token_dim], positions [B, n_axes, N] (raw,
+    real-valued, in the data's own units: no rescaling) and pad_mask [B, N]. Validated on construction;
+    `head` None is resolved to "cls" or "mean" then.
+
+    Attributes:
+        token_dim: values per token (int >= 1): prod(patch_size) * channels (n_p in the paper); the
+            channels of one time step for `from_sequences`, the value columns for `from_long`.
+        n_axes: positional axes D (int >= 1); positions are [B, n_axes, N] (e.g. 1 for a time series, 2
+            for (time, variable) or an image grid).
+        encoder: the encoder stack, an EncoderConfig (or its dict); default RoMAE-tiny (Table 8).
+        decoder: the pre-training decoder stack, an EncoderConfig (or its dict); default "tiny-shallow"
+            (App. A.1). Unused by RoMAEForPrediction.
+        pos_encoding: how positions enter the model, one of POS_ENCODINGS: "rope" (default; continuous
+            axial p-RoPE on queries and keys, Sec. 3.1), "rope_quantized" (the same with positions rounded
+            to integers, Table 9's ablation), "absolute" (1-D sin/cos table over the token's index, the
+            authors' baseline; see max_len), "absolute_nd" (sin/cos of each axis's real position added to
+            the embedding; d_model divisible by 2 * n_axes), "none" (no positional information).
+        p: p-RoPE fraction in [0, 1] of each axis's rotation pairs that turn (the highest frequencies);
+            the rest are not rotated (0.75, the authors' code; 1 = plain RoPE).
+        rope_base: RoPE's base b > 0, theta_k = b^(-2k / axis_dim) (10000, Sec. 3.1). Positions are in the
+            data's units, so it sets which scales of position the model can tell apart.
+        use_cls: prepend a learned [CLS] token at the origin (0 on every axis) of each sample (Sec. 4);
+            needed by head="cls".
+        max_len: rows of the "absolute" sin/cos table (int >= 1, 1500 in the authors' code): the most
+            tokens (with [CLS]) a sample may have under pos_encoding="absolute"; unused otherwise.
+        mask_ratio: pre-training: the share in (0, 1) of each sample's tokens hidden when the batch brings
+            no mask (0.75, Sec. 3).
+        normalize_targets: pre-training: standardise each hidden target token over its own values before
+            the MSE (MAE's norm-pix loss, App. D); False = raw values.
+        loss_counts_padding: pre-training: False (ours) averages the MSE over real hidden tokens only;
+            True reproduces the authors' mean, which also counts padded entries (bug 4).
+        head: prediction head, one of HEADS: "cls" (the [CLS] token's output), "mean" (mean over real,
+            non-padded tokens), "tokens" (one output per non-[CLS] token, outputs [B, N, n_outputs]);
+            None = "cls" with use_cls, else "mean" (App. A.2).
+        n_outputs: outputs of the head (int >= 1): the number of classes, or of regression targets.
+        task: "classification" (cross-entropy on integer class indices, or on class probabilities) or
+            "regression" (MSE on float targets, in the targets' own units: nothing standardises them).
+        label_smoothing: cross-entropy label smoothing epsilon in [0, 1) (PyTorch's); the paper's
+            confidence c (App. A.2) is 1 - epsilon.
+        head_dropout: dropout probability in [0, 1) before the head's RMSNorm (the authors' code); also the
+            pre-training reconstruction head's.
+        class_weights: cross-entropy weight per class (n_outputs finite numbers >= 0, not all 0;
+            classification only; the authors' ELAsTiCC code); None = unweighted.
+        init: weight initialisation: None (as the authors: PyTorch's defaults for pre-training, truncated
+            normal std 0.02 with zero biases for prediction), "default" (PyTorch's for both) or
+            "trunc_normal" (truncated normal for both).
+        mask_token_init: pre-training's learned [MASK] token: "zeros" (the authors'; located only by its
+            RoPE position) or "normal" (MAE's N(0, 0.02), facebookresearch/mae); independent of `init`.
+    """
 
     token_dim: int  # values per token = prod(patch_size) * channels (n_p in the paper)
     n_axes: int = 1  # positional axes D; positions are [B, n_axes, N]
@@ -231,7 +302,58 @@ class RoMAEConfig:
 
 @dataclass
 class TrainConfig:
-    """One training run (Sec. D of the appendix gives per-experiment values). Defaults: Table 17."""
+    """One training run of `romae.train.fit` (Sec. D of the appendix gives per-experiment values). Defaults: Table 17.
+
+    The schedule spans steps_per_epoch * epochs optimiser steps, steps_per_epoch = ceil(len(data) /
+    (batch_size * processes)): linear warm-up to `lr`, then cosine decay to 0 at the last step
+    (`romae.train.lr_at`). Validated on construction.
+
+    Attributes:
+        epochs: passes over the training data (int >= 1).
+        batch_size: samples per optimiser step and process (int >= 1); the global batch is batch_size *
+            number of processes.
+        lr: peak learning rate (> 0), reached at the end of the warm-up (Table 17: 5e-4).
+        optimizer: "adamw" (AdamW, eps 1e-8) or "sgd" (with momentum); one parameter group for all
+            parameters, as the authors (weight decay also applies to norms, biases and [CLS]).
+        betas: AdamW's (beta1, beta2), each in [0, 1) (Table 17: 0.9, 0.999); ignored by SGD.
+        momentum: SGD's momentum in [0, 1) (Tables 12, 16); ignored by AdamW.
+        weight_decay: weight decay >= 0 (AdamW's decoupled, SGD's L2), on every parameter.
+        warmup_steps: linear warm-up length in optimiser steps (int >= 0); None (default) =
+            DEFAULT_WARMUP_FRACTION (10 %) of the run's steps. Experiments set their table's value (e.g.
+            625 for Table 17). Ignored when warmup_fraction is set.
+        warmup_fraction: warm-up as a share in [0, 1) of all the run's steps (Tables 12, 13, 18 give %);
+            when set it replaces warmup_steps. See `warmup(total_steps)`.
+        grad_clip: clip the global gradient norm to this value (> 0); None or inf = no clipping ("inf"
+            in Table 17).
+        bf16: train under bf16 autocast (App. A.2 "AMP"); False = FP32, as most paper runs. A precision
+            named for the whole process (ROMAE_PRECISION, `romae.runtime`) overrides it.
+        seed: seeds torch, numpy and random when training starts, and each epoch's shuffle (seed +
+            epoch): the masks, dropout and data order; whole number in [0, 2**32) (42, the authors' default).
+            The model's initial weights are drawn when it is built: pass `seed=` to its constructor
+            (`RoMAEForPreTraining(cfg, seed=0)`, `from_pretrained(..., seed=0)`); `pretrain_finetune`'s
+            seed fixes both.
+        eval_every: validate on val_data every N optimiser steps (int >= 1); None = at the end of each
+            epoch. The last step is always validated.
+        checkpoint_every: with an out_dir, save a checkpoint every N optimiser steps as well (int >= 1), for
+            resuming a run cut short; None = only at the end (or where max_steps stops it).
+        log_every: write a history row (mean loss and gradient norm since the last row, lr, seconds) every
+            N optimiser steps (int >= 1); the last step is always logged.
+        progress: show a tqdm progress bar (main process only).
+        micro_batch: gradient accumulation: each process's batch goes through in forwards of this many
+            samples (int >= 1) whose gradients add up to the whole batch's, the loss normalised over the
+            whole batch's real tokens, so the update equals one big forward's up to rounding; None = one
+            forward per batch. Changes memory use, not what is learnt.
+        processes: the process count the run was planned for (int >= 1): fit refuses to run under another
+            (its batch and step count assume it); None = any.
+        length_buckets: 0 (default) = batches drawn uniformly at random; k > 0 = each epoch's shuffled
+            order is cut into windows of k batches, each window sorted by length (real tokens, from
+            pad_mask) and cut into batches, whose order is shuffled: batches of similar length, so that
+            with padding trimmed per batch (`romae.masking.trim_padding`) padded data costs less. Needs a
+            dataset with a pad_mask; every sample is still seen once per epoch (`romae.feeding.bucketed`).
+        compile: torch.compile the training steps (`romae.train.compile_model`); the first step compiles
+            (its time is a history row); results equal up to float rounding; pays for fixed shapes
+            (varying lengths recompile).
+    """
 
     epochs: int = 10  # Table 17
     batch_size: int = 64  # per process; global batch = batch_size * number of processes

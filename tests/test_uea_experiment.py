@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
@@ -101,6 +100,10 @@ def test_runs_unchanged_on_an_unseen_unequal_length_dataset(tmp_path):
     lengths = (~data["train"].tensors["pad_mask"]).sum(1)
     assert lengths.min() < lengths.max()  # unequal after the drop
     rows = pd.read_csv(tmp_path / "reports" / "results.csv")
+    baseline = rows[rows.setting.str.endswith("(baseline)")]
+    assert set(baseline.setting) == {"Toy, 1-NN DTW (baseline)", "Toy, 2 labelled per class, 1-NN DTW (baseline)"}
+    assert baseline.note.str.contains("same 12 test series as RoMAE").all()
+    rows = rows[~rows.setting.str.endswith("(baseline)")]
     assert set(rows.setting) == {"Toy", "Toy, from scratch", "Toy, 2 labelled per class, pre-trained",
                                  "Toy, 2 labelled per class, from scratch"}
     assert set(rows.metric) == {"accuracy", "macro_f1"}
@@ -108,7 +111,12 @@ def test_runs_unchanged_on_an_unseen_unequal_length_dataset(tmp_path):
     assert (few.n_labelled == 6).all()  # 2 series of each of the 3 classes
     assert rows.ours.between(0, 1).all() and rows.note.str.contains("DEFAULT_FINETUNE").all()
     assert rows.note.str.contains("drop-path 0.1 as lambda*l/(N-1)", regex=False).all()  # a listed deviation
-    assert "Toy" in res["table"].columns
+    table = res["table"].set_index("model")
+    assert list(table.columns) == ["Toy"]  # only the dataset that ran: no all-NaN published columns
+    assert table.notna().all().all()  # and no published row without a value for it
+    assert "1-NN DTW (ours, baseline)" in table.index and "majority class (ours, baseline)" in table.index
+    b = res["baselines"]
+    assert table.loc["1-NN DTW (ours, baseline)", "Toy"] == b[(b.model == "1-NN DTW") & (b.labels == "all labels")].accuracy.iloc[0]
     # every row carries its facts; the pair's rows carry the verdict of the paired difference
     for r in rows.itertuples():
         fields = json.loads(r.scale)
@@ -122,6 +130,40 @@ def test_runs_unchanged_on_an_unseen_unequal_length_dataset(tmp_path):
     for plot in (lambda r: U.plot_accuracy(r), lambda r: U.plot_learning_curves(r, "Toy")):
         fig = plot(res)
         assert any("(smoke profile, fewer seeds, reduced)" in a.get_title() for a in fig.axes)  # 1 of 3 seeds
+
+
+def test_protocol_parameters_are_checked_and_named():
+    cfg = U.config("quick", ["BasicMotions"], drop=0.0, encoder="small", labels_per_class="2,5", dropout_at="paper")
+    assert (cfg.drop, cfg.encoder, cfg.label_budgets, cfg.dropout_at) == (0.0, "small", (2, 5), "paper")
+    assert U.config("quick", ["BasicMotions"], labels_per_class=[]).label_budgets == ()  # no label-scarce pair
+    assert U.config("quick", ["BasicMotions"], labels_per_class=["3"]).label_budgets == (3,)  # as --param passes it
+    smoke = U.config("smoke", ["BasicMotions"], encoder="", dropout_at="")  # empty: the profile's
+    assert (smoke.encoder, smoke.dropout_at) == ("tiny-shallow", "authors")
+    for bad, match in ((dict(drop=1.0), "drop: 1.0"), (dict(drop=-0.1), "drop: -0.1"), (dict(drop="x"), "drop: 'x'"),
+                       (dict(encoder="huge"), "encoder: unknown model size 'huge'"),
+                       (dict(labels_per_class="two"), "labels_per_class: 'two'"),
+                       (dict(labels_per_class=[0]), "labels_per_class: 0"),
+                       (dict(dropout_at="head"), "dropout_at: 'head'")):
+        with pytest.raises(ValueError, match=match):
+            U.config("quick", ["BasicMotions"], **bad)
+        with pytest.raises(ValueError, match=match):  # before a kernel starts (romae.reproduce's data check)
+            U.data_needs("quick", ["BasicMotions"], "", reports_dir="", **bad)
+
+
+def test_protocol_says_which_one_a_dataset_gets_and_why():
+    cfg = U.config("quick", ["BasicMotions", "JapaneseVowels"])
+    table6 = U.protocol("BasicMotions", cfg)
+    assert table6.startswith("BasicMotions is in Table 6") and "Table 12's fine-tuning" in table6
+    assert "30 % of each series' steps dropped; RoMAE-tiny;" in table6
+    other = U.protocol("JapaneseVowels", U.config("quick", ["JapaneseVowels"], drop=0.1, labels_per_class=[]))
+    assert "JapaneseVowels is not in Table 6" in other and "DEFAULT_FINETUNE" in other
+    assert "10 % of each series' steps dropped (Table 6: 30 %)" in other and "no label-scarce pair" in other
+    assert "drop, encoder, labels_per_class and dropout_at" in other
+
+
+def test_a_spread_over_one_seed_is_not_zero():
+    assert U.spread([0.6]) == "0.6000 ± n/a over 1 seed"
+    assert U.spread([0.5, 0.7]) == "0.6000 ± 0.1414 over 2 seeds"
 
 
 def test_each_seed_has_its_own_colour_in_the_figures():
@@ -222,3 +264,13 @@ def test_basicmotions_positions_are_the_kept_time_indices(data_root):
     assert d["train"].classes == ["Standing", "Running", "Walking", "Badminton"]
     # train and test were dropped with different generators: not the same pattern
     assert not np.array_equal(np.isnan(d["train_raw"][1][0]), np.isnan(d["test_raw"][1][0]))
+
+
+def test_basicmotions_baselines_on_the_dropped_test_series(data_root):
+    d = U.build("BasicMotions", U.config("paper"), data_root)
+    base = U.baseline_scores(d, U.config("paper"))
+    every = base[base.labels == "all labels"].set_index("model").accuracy
+    assert every["1-NN DTW"] == 0.85  # 34 of the 40 test series
+    assert every["majority class"] == 0.25  # four balanced classes
+    scarce = base[base.labels == "2 labelled per class"]
+    assert list(scarce.seed) == [69, 84, 1066] and (scarce.n_labelled == 8).all()

@@ -5,8 +5,6 @@ classification are skipped, named ones are errors."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 import torch

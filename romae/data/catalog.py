@@ -1,7 +1,8 @@
 """Every public data set the notebooks use, by name: what it is, where it comes from, whether it is under
 the data root, and how to fetch it. `make data NAMES=...` and `python -m romae.data` go through here.
 
-    python -m romae.data status                        # what is here, what is missing, where
+    python -m romae.data status                        # what is here, what is missing, where; then the rest
+                                                       # under the data root (`found`): own UEA sets, unknown folders
     python -m romae.data fetch physionet2012 uea:JapaneseVowels esc50
     make data NAMES=physionet2012,uea:JapaneseVowels   # the same; `make data` alone fetches ALL
 
@@ -259,7 +260,100 @@ def unavailable(*names: str, root=None) -> str:
 
 
 def status(names=(), root=None) -> list[dict]:
-    """One row per data set (`names`, default ALL): name, title, size, here (bool), folder."""
+    """One row per data set (`names`, default ALL): name, title, size, here (bool), folder, fetchable, and
+    note (for a UEA set: Table 6 or not, how its files are checked, what is wrong with them; else the entry's
+    note). `found` lists what else is under the data root."""
     root = files.data_root(root)
-    return [dict(name=d.name, here=bool(d.present(root)), size=d.size, folder=str(root / d.folder), title=d.title,
-                 fetchable=d.fetch is not None) for d in expand(names)]
+    return [_row(d, root) for d in expand(names)]
+
+
+def _row(d: Dataset, root: Path, note: str | None = None) -> dict:
+    if note is None:
+        note = _uea_note(d.name[4:], root) if d.name.startswith("uea:") else d.note
+    return dict(name=d.name, here=bool(d.present(root)), size=d.size, folder=str(root / d.folder), title=d.title,
+                fetchable=d.fetch is not None, note=note)
+
+
+_CHECKS = {"known": "known checksum",
+           "recorded": "checksum recorded in SHA256SUMS (trust on first use)",
+           "partly recorded": "checksum recorded for one file only"}
+
+
+def _uea_note(name: str, root: Path) -> str:
+    """What `status` says of UEA data set `name`: Table 6's or not; then, if its folder holds anything, how its
+    files are checked (known, recorded, or no checksum known) or what is wrong with them."""
+    folder, expected = root / "uea" / name, uea._split_files(name)
+    which = "Table 6" if name in uea.TABLE6 else "UEA data set, not one of Table 6's"
+    if not folder.is_dir():
+        return which
+    gone = [b for b in expected if not (folder / b).is_file()]
+    aside = [b for b in gone if Path(f"{folder / b}.corrupt").is_file()]
+    if aside:
+        return f"{which}; {', '.join(aside)} failed its checksum and was moved aside (.corrupt)"
+    if len(gone) == len(expected):
+        others = sorted(p.name for p in folder.glob("*.ts"))
+        if not others:
+            return which
+        return (f"{which}; holds {', '.join(others[:4])}{' ...' if len(others) > 4 else ''} but not "
+                f"{' and '.join(expected)}, the files `uea.load` reads")
+    if gone:
+        return f"{which}; incomplete: {', '.join(gone)} is not there"
+    state = uea.checksum_state(name, root)
+    if not uea.present(name, root):
+        return f"{which}; a file fails its {_CHECKS.get(state, 'checksum')}"
+    if state == "none":
+        return (f"{which}; found, no checksum known, so any bytes count (to record one: "
+                f"`sha256sum {' '.join(expected)} > SHA256SUMS` in its folder)")
+    return f"{which}; {_CHECKS[state]}"
+
+
+def _known_tops() -> set[str]:
+    """The top-level folders under the data root that catalog entries use."""
+    entries = [*FIXED.values(), _uea("Name"), _librispeech("train-clean-100")]
+    return {Path(d.folder).parts[0] for d in entries}
+
+
+def found(root=None, skip: Iterable[str] = ()) -> list[dict]:
+    """What else is under the data root, beyond the rows of `skip` (names), in `status`'s rows: every catalog
+    entry found there (the shared-only subsets, other LibriSpeech splits), every folder <root>/uea/<Name>/ that
+    holds .ts files (a UEA data set of one's own included: its note says whether a checksum is known), and every
+    other folder the catalog does not know (title "unknown folder"; a uea/ subfolder without .ts files, too)."""
+    root = files.data_root(root)
+    if not root.is_dir():
+        return []
+    skip, rows = set(skip), []
+
+    def unknown(folder: Path, note: str) -> dict:
+        return dict(name=f"{folder.relative_to(root)}/", here=False, size="", folder=str(folder),
+                    title="unknown folder", fetchable=False, note=note)
+
+    for d in FIXED.values():
+        if d.name not in skip and d.present(root):
+            rows.append(_row(d, root))
+    subfolders = lambda path: sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith("."))  # noqa: E731
+    if (root / "uea").is_dir():
+        for folder in subfolders(root / "uea"):
+            if not any(folder.glob("*.ts")) and not any(folder.glob("*.ts.corrupt")):
+                rows.append(unknown(folder, "no .ts files (a UEA data set is <Name>/<Name>_TRAIN.ts and "
+                                            "<Name>_TEST.ts)"))
+                continue
+            try:
+                d = _uea(folder.name)
+            except ValueError:
+                rows.append(unknown(folder, "holds .ts files, but its name is not a UEA data set name "
+                                            "(letters, digits, _ . - only)"))
+                continue
+            if d.name not in skip:
+                rows.append(_row(d, root))
+    splits = root / "librispeech" / "LibriSpeech"
+    if splits.is_dir():
+        for folder in subfolders(splits):
+            if folder.name not in librispeech.SPLITS:
+                rows.append(unknown(folder, f"not a LibriSpeech split ({', '.join(librispeech.SPLITS)})"))
+            elif f"librispeech:{folder.name}" not in skip:
+                rows.append(_row(_librispeech(folder.name), root))
+    tops = _known_tops()
+    for folder in subfolders(root):
+        if folder.name not in tops:
+            rows.append(unknown(folder, "not a folder the catalog knows (no data set of the notebooks lives here)"))
+    return rows

@@ -383,6 +383,18 @@ def load(name: str, root: str | Path | None = None, download: bool = False) -> d
     return {"name": name, "train": train, "test": test, "classes": classes, "folder": str(uea / name)}
 
 
+def checksum_state(name: str, root: str | Path | None = None) -> str:
+    """How the two .ts files of `name` under <root>/uea/<name>/ are checked (`_expected`): "known" (a
+    `KNOWN_SHA256` constant for each), "recorded" (each listed in a SHA256SUMS, trust on first use, or known),
+    "partly recorded" (one of the two), or "none" (no checksum known: any bytes count as the data set)."""
+    _check_name(name)
+    expected = _expected(name, files.data_root(root) / "uea")
+    if all(f"{name}/{b}" in KNOWN_SHA256 for b in expected):
+        return "known"
+    listed = [bool(d) for d in expected.values()]
+    return "recorded" if all(listed) else "partly recorded" if any(listed) else "none"
+
+
 def available(root: str | Path | None = None) -> list[str]:
     """Names of the data sets under <root>/uea/ that have both .ts files (sorted)."""
     uea = files.data_root(root) / "uea"

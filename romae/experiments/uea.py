@@ -16,6 +16,12 @@ note). In `quick`, a dataset outside Table 6 is fitted into about 15 minutes on 
 (`plan`: fewer seeds, capped steps, and for very long series fewer tokens, in that order; each reduction
 is written in the rows' notes). The plan is computed from the analytic cost model of `romae.cost`, so it
 is the same on every machine; the time it will take on this one is measured and printed before training.
+
+The notebook's parameters `drop`, `encoder`, `labels_per_class` and `dropout_at` change the protocol
+(`overrides`, checked before a kernel starts); each dataset's protocol, and why it is that one, is printed
+first (`protocol`). Beside RoMAE, every dataset is scored with simple standard baselines on exactly the test
+series RoMAE is scored on (`baseline_scores`: 1-nearest-neighbour DTW, `romae.baselines`, with all labels and
+with the label-scarce pair's labelled series; the majority class), recorded and put into the table.
 """
 
 from __future__ import annotations
@@ -31,9 +37,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import cost, report, runtime
+from .. import baselines, cost, metrics, report, runtime, terminal
 from ..builders import from_sequences
-from ..config import RoMAEConfig, TrainConfig, as_list, check_profile, size
+from ..config import SIZES, RoMAEConfig, TrainConfig, as_list, check_profile, size
 from ..data import files, uea
 from ..data.catalog import Need, require
 from ..plan import Training
@@ -163,16 +169,88 @@ def resolve_datasets(datasets=None, root=None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(list(uea.TABLE6) + uea.available(root)))
 
 
-def config(profile: str, datasets=None, root=None) -> UEARun:
+DROPOUT_AT = ("authors", "paper")  # UEARun.dropout_at
+OVERRIDES = ("drop", "encoder", "labels_per_class", "dropout_at")  # notebook 12's protocol parameters
+
+
+def overrides(drop=None, encoder=None, labels_per_class=None, dropout_at=None) -> dict:
+    """The UEARun fields that notebook 12's protocol parameters set, checked: `drop` (share of each series' steps
+    removed, in [0, 1)), `encoder` (a model size), `labels_per_class` (the label-scarce budgets: whole numbers >= 1,
+    a list or "2,5"; empty: no label-scarce pair), `dropout_at` ("authors" | "paper"). None (and "" for
+    `encoder` and `dropout_at`): the profile's. A bad value is a ValueError naming the parameter and the value."""
+    out = {}
+    if drop is not None:
+        if isinstance(drop, bool) or not isinstance(drop, (int, float)) or not 0 <= drop < 1:
+            raise ValueError(f"drop: {drop!r} is not a share of each series' steps to remove in [0, 1) "
+                             f"(Table 6: 0.3; 0: keep every step)")
+        out["drop"] = float(drop)
+    if encoder not in (None, ""):
+        if encoder not in SIZES:
+            raise ValueError(f"encoder: unknown model size {encoder!r}; choose one of {', '.join(SIZES)} "
+                             f"(Table 6: tiny)")
+        out["encoder"] = encoder
+    if labels_per_class is not None:
+        items = [labels_per_class] if isinstance(labels_per_class, (int, float)) else (
+            as_list(labels_per_class, "labels_per_class") if isinstance(labels_per_class, str) else labels_per_class)
+        budgets = []
+        for k in items:
+            v = k.strip() if isinstance(k, str) else k
+            if isinstance(v, str) and v.isdigit():
+                v = int(v)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"labels_per_class: {k!r} is not a whole number (>= 1) of labelled training series "
+                                 f"per class; give e.g. 2 or 2,5, or nothing for no label-scarce pair")
+            budgets.append(v)
+        out["label_budgets"] = tuple(dict.fromkeys(budgets))
+    if dropout_at not in (None, ""):
+        if dropout_at not in DROPOUT_AT:
+            raise ValueError(f"dropout_at: {dropout_at!r}; choose 'authors' (where the authors' code puts dropout: "
+                             f"the MLP's output and the head's input) or 'paper' (App. A.2)")
+        out["dropout_at"] = dropout_at
+    return out
+
+
+def config(profile: str, datasets=None, root=None, **params) -> UEARun:
     """The settings of a profile for `datasets` (default: Table 6's five + every other found under the data
-    root); raises ValueError on an unknown profile or a malformed dataset list."""
+    root), with the protocol parameters of `overrides` (drop, encoder, labels_per_class, dropout_at); raises
+    ValueError on an unknown profile, a malformed dataset list or a bad parameter."""
+    unknown = set(params) - set(OVERRIDES)
+    if unknown:
+        raise TypeError(f"config() got unknown parameters {sorted(unknown)}; the protocol's are {', '.join(OVERRIDES)}")
     cfg = PROFILES[check_profile(profile)]
-    return dataclasses.replace(cfg, datasets=resolve_datasets(datasets, root))
+    return dataclasses.replace(cfg, datasets=resolve_datasets(datasets, root), **overrides(**params))
 
 
-def data_needs(profile: str = "smoke", datasets=None, data_root: str = "", **_params) -> list[Need]:
-    """What the notebook needs under the data root: at least one of its datasets (the others: optional)."""
-    cfg = config(profile, datasets, data_root or None)
+def _pct(share: float) -> str:
+    return f"{share * 100:.4g} %"
+
+
+def protocol(name: str, cfg: UEARun) -> str:
+    """Which protocol `name` runs under, and why, in one sentence (the notebook prints it for every dataset):
+    a dataset of Table 6 has the paper's; one outside it gets Table 6's too (the paper has none for it; Table 6's
+    is the one its comparators applied to every UEA dataset), with `DEFAULT_FINETUNE`; the parameters that differ
+    from Table 6 (drop, encoder, labels_per_class, dropout_at) are named with Table 6's value."""
+    paper = PROFILES["paper"]
+    parts = [f"{_pct(cfg.drop)} of each series' steps dropped"
+             + ("" if cfg.drop == paper.drop else f" (Table 6: {_pct(paper.drop)})"),
+             f"RoMAE-{cfg.encoder}" + ("" if cfg.encoder == paper.encoder else f" (Table 6: RoMAE-{paper.encoder})"),
+             "Table 12's fine-tuning" if name in TABLE12 else "DEFAULT_FINETUNE, ours (Table 12 has no column for it)",
+             "dropout where the authors' code puts it" if cfg.dropout_at == "authors" else "dropout where App. A.2 puts it",
+             f"the label-scarce pair with {' and '.join(map(str, cfg.label_budgets))} labelled series per class (ours)"
+             if cfg.label_budgets else "no label-scarce pair"]
+    if name in uea.TABLE6:
+        head = f"{name} is in Table 6: its protocol"
+    else:
+        head = (f"{name} is not in Table 6, so the paper gives it no protocol: it gets Table 6's, the one the "
+                f"paper's comparators applied to every UEA dataset (Kidger et al., ContiFormer)")
+    return (f"{head}: {'; '.join(parts)}. The notebook parameters drop, encoder, labels_per_class and dropout_at "
+            f"change it.")
+
+
+def data_needs(profile: str = "smoke", datasets=None, data_root: str = "", **params) -> list[Need]:
+    """What the notebook needs under the data root: at least one of its datasets (the others: optional). The
+    protocol parameters are checked here too, so a bad value fails before a kernel starts."""
+    cfg = config(profile, datasets, data_root or None, **{k: params[k] for k in OVERRIDES if k in params})
     names = tuple(f"uea:{d}" for d in cfg.datasets)
     return [Need(names, "a UEA dataset of `datasets`")] + [
         Need((n,), f"UEA {n[4:]}", optional=True) for n in names]
@@ -437,7 +515,7 @@ def describe(name: str, st: dict, c: UEARun, reductions: list[str], seconds: flo
     trainings = (f"pre-training {sch['pretrain']:,} steps (batch {sch['pretrain_batch']}) + {len(sch['finetune'])} "
                  f"fine-tunings of {min(sch['finetune']):,}-{max(sch['finetune']):,} steps")
     return (f"{name}: {st['n_train']} train / {st['n_test']} test series, {st['channels']} channel(s), "
-            f"{st['classes']} classes, {lengths} steps kept after the {int(c.drop * 100)} % drop"
+            f"{st['classes']} classes, {lengths} steps kept after the {_pct(c.drop)} drop"
             + (f" (thinned to at most {c.max_tokens})" if c.max_tokens and st["max_len"] > c.max_tokens else "")
             + f". {profile}: {len(c.seeds)} seed(s) x ({trainings})"
             + (f"; reduced to fit about {QUICK_MINUTES} min on 2 cores: {'; '.join(reductions)}" if reductions else "")
@@ -486,6 +564,10 @@ def run_dataset(name: str, cfg: UEARun, profile: str, root=None, cache_dir=None,
         log(f"    on this device, {device_label()}: " + ", ".join(f"{k} {v * 1000:.0f} ms/step" for k, v in per.items())
             + f" -> about {cost.minutes(here)} (if nothing is cached)")
     train, test = data["train"], data["test"]
+    base = baseline_scores(data, cfg)
+    log("    baselines on the same test series: " + ", ".join(
+        f"{m}{'' if k == 'all labels' else f' ({k})'} {g.accuracy.mean():.4f}"
+        for (m, k), g in base.groupby(["model", "labels"], sort=False)) + f" (accuracy; {base.seconds.sum():.1f} s)")
     key = dict(dataset=name, sha256=data["sha256"], drop=cfg.drop, drop_seed=DROP_SEED, standardize=cfg.standardize,
                max_series=cfg.max_series, max_length=cfg.max_length, max_tokens=cfg.max_tokens)
     if cfg.max_tokens is None:  # keys of runs from before thinning existed stay valid
@@ -494,6 +576,7 @@ def run_dataset(name: str, cfg: UEARun, profile: str, root=None, cache_dir=None,
     ft = cfg.finetune(name)
     variants = [("pre-trained", cfg.pretrain_config(len(train)))] + ([("from scratch", None)] if cfg.from_scratch else [])
     rows, histories = [], {}
+    terminal.expect(len(cfg.seeds) * (1 + len(cfg.label_budgets)) * (len(variants) + 1), more=True)  # + pre-training
     for seed in cfg.seeds:
         for k in (None, *cfg.label_budgets):  # None: every training series is labelled
             labelled = train if k is None else labelled_subset(train, k, seed)
@@ -508,20 +591,53 @@ def run_dataset(name: str, cfg: UEARun, profile: str, root=None, cache_dir=None,
                                  pretrain_steps=res["steps"]["pretrain"], finetune_steps=res["steps"]["finetune"],
                                  pretrain_seconds=res["seconds"]["pretrain"], finetune_seconds=res["seconds"]["finetune"]))
                 histories[(label, seed)] = dict(pretrain=res["pretrain_history"], finetune=res["finetune_history"])
-    return dict(name=name, data=data, per_seed=pd.DataFrame(rows), histories=histories, config=cfg,
+    return dict(name=name, data=data, per_seed=pd.DataFrame(rows), histories=histories, config=cfg, baselines=base,
                 table12=name in TABLE12, seconds=time.perf_counter() - t0, reductions=reductions, stats=st,
                 full_stats=full,
                 estimate=dict(reference=ref_seconds, here=here),
                 pretrain=cfg.pretrain_config(len(train)), finetune=cfg.finetune_config(name, len(train)))
 
 
+def labelled_index(train, k: int, seed: int) -> np.ndarray:
+    """The indices (sorted) of k training series per class (all of a class with fewer), drawn with `seed`."""
+    rng = np.random.default_rng(seed)
+    labels = train.tensors["labels"].numpy()
+    return np.sort(np.concatenate([rng.permutation(np.flatnonzero(labels == c))[:k] for c in np.unique(labels)]))
+
+
 def labelled_subset(train, k: int, seed: int):
     """k training series per class (all of a class with fewer), drawn with `seed`: the labelled data of
     the label-scarce variants."""
-    rng = np.random.default_rng(seed)
-    labels = train.tensors["labels"].numpy()
-    idx = np.concatenate([rng.permutation(np.flatnonzero(labels == c))[:k] for c in np.unique(labels)])
-    return train.subset(np.sort(idx))
+    return train.subset(labelled_index(train, k, seed))
+
+
+BASELINE_WINDOW = 0.1  # 1-NN DTW's Sakoe-Chiba radius, a share of the longer series (the UCR archive's usual 10 %)
+
+
+def baseline_scores(data: dict, cfg: UEARun) -> pd.DataFrame:
+    """Simple standard baselines on exactly the test series RoMAE is scored on (after the drop, and thinning if
+    planned): 1-nearest-neighbour DTW (`romae.baselines.nn1_dtw`: dependent DTW over the kept steps in the file's
+    units, Sakoe-Chiba band of BASELINE_WINDOW) with every training series labelled and, for each label-scarce
+    budget, with the labelled series of each seed (`labelled_index`); and the most frequent training class.
+    -> rows: model, labels, seed (None where no seed is involved), n_labelled, accuracy, macro_f1, seconds."""
+    train, test = data["train"], data["test"]
+    y, truth = train.tensors["labels"].numpy(), test.tensors["labels"].numpy()
+    t0 = time.perf_counter()
+    D = baselines.dtw_distances(test, train, BASELINE_WINDOW)  # [test, train], computed once
+    seconds = time.perf_counter() - t0
+
+    def row(model, labels, seed, n, pred, s=0.0):
+        return dict(model=model, labels=labels, seed=seed, n_labelled=n, accuracy=metrics.accuracy(truth, pred),
+                    macro_f1=metrics.macro_f1(truth, pred), seconds=s)
+
+    rows = [row("1-NN DTW", "all labels", None, len(y), baselines.nn1_dtw(train, test, labels=y, distances=D), seconds)]
+    for k in cfg.label_budgets:
+        for seed in cfg.seeds:
+            idx = labelled_index(train, k, seed)
+            rows.append(row("1-NN DTW", f"{k} labelled per class", seed, len(idx),
+                            baselines.nn1_dtw(train, test, labels=y[idx], distances=D[:, idx])))
+    rows.append(row("majority class", "all labels", None, len(y), baselines.majority_class(y, len(truth))))
+    return pd.DataFrame(rows).astype({"seed": "Int64"})
 
 
 def _note(r: dict, cfg: UEARun) -> str:
@@ -534,7 +650,7 @@ def _note(r: dict, cfg: UEARun) -> str:
     capped += [w for w in r.get("reductions", []) if not w.startswith(("pre-training", "no label-scarce"))]
     lam = cfg.finetune(r["name"]).drop_path
     return ((f"{runtime.DRY_LABEL} (generated series of {r['name']}'s shape); " if d["generated"] else "")
-            + f"{len(d['train'])} train / {len(d['test'])} test series, {int(cfg.drop * 100)} % of steps dropped; "
+            + f"{len(d['train'])} train / {len(d['test'])} test series, {_pct(cfg.drop)} of steps dropped; "
             f"RoMAE-{cfg.encoder}; pre-training {pre.epochs} epochs, fine-tuning {ft.epochs} epochs "
             f"({'Table 12' if r['table12'] else 'DEFAULT_FINETUNE: not in Table 12'}); model after the last epoch, "
             f"no selection on the test file" + (f"; drop-path {lam:g} as {DROP_PATH_RULE}" if lam else "")
@@ -542,12 +658,19 @@ def _note(r: dict, cfg: UEARun) -> str:
 
 
 def run(profile: str = "smoke", datasets=None, data_root=None, reports_dir=None, cache_dir=None,
-        refresh: bool = False, log=print) -> dict:
+        refresh: bool = False, log=print, **params) -> dict:
     """Run every dataset found (of `datasets`; default Table 6's five and every other one under the data
-    root), record rows, save the table. A dataset found that is not a classification dataset is skipped
-    (said in `skipped`); DataMissing if none of `datasets` is there."""
+    root), record rows, save the table. `params`: the protocol parameters (`overrides`: drop, encoder,
+    labels_per_class, dropout_at). Each dataset's protocol is said first (`protocol`). A dataset found that is not
+    a classification dataset is skipped (said in `skipped`); DataMissing if none of `datasets` is there."""
     explicit = bool(as_list(datasets, "datasets"))
-    cfg = config(profile, datasets, data_root)
+    cfg = config(profile, datasets, data_root, **params)
+    shown = log
+
+    def log(line):  # each line also goes to the terminal of `make reproduce` (romae.terminal): plans, estimates
+        shown(line)
+        terminal.say(line)
+
     generated = {}
     if runtime.dry_run():  # one seed, a few series per split; Table 6's datasets that are absent: generated
         cfg = dataclasses.replace(cfg, seeds=runtime.dry_seeds(cfg.seeds),
@@ -573,6 +696,7 @@ def run(profile: str = "smoke", datasets=None, data_root=None, reports_dir=None,
             skipped[name] = str(e)  # found by looking, not asked for: said, and the others still run
             log(f"{name}: skipped: {e}")
             continue
+        log(protocol(name, cfg))
         r = results[name] = run_dataset(name, cfg, profile, data_root, cache_dir, refresh, log, raw)
         rc = r["config"]
         r["flags"] = {v: "; ".join(x for seed in g.seed for c in loss_curves(r["histories"][(v, seed)])
@@ -598,14 +722,77 @@ def run(profile: str = "smoke", datasets=None, data_root=None, reports_dir=None,
                 record(EXPERIMENT, setting, metric, float(f[metric].mean()),
                        ours_std=float(f[metric].std(ddof=1)) if n > 1 else None, n_seeds=n, profile=profile,
                        scale=fields, note=note, learned=learned, losses=losses, reports_dir=reports_dir)
+        record_baselines(r, profile, trivial, reports_dir)
     per_seed = pd.concat([r["per_seed"] for r in results.values()], ignore_index=True) if results else pd.DataFrame()
+    base = pd.concat([r["baselines"].assign(dataset=name) for name, r in results.items()], ignore_index=True) \
+        if results else pd.DataFrame()
     table = comparison_table(results, profile, cfg.encoder)
     if results:
         save_table(table, EXPERIMENT, reports_dir)
         save_table(per_seed, f"{EXPERIMENT}_per_seed", reports_dir)
     # found: the datasets that ran; skipped: found but not runnable ({name: why}); missing: named, not here
     return dict(config=cfg, found=list(results), missing=missing, message=message, results=results,
-                per_seed=per_seed, table=table, skipped=skipped, profile=profile)
+                per_seed=per_seed, baselines=base, table=table, skipped=skipped, profile=profile)
+
+
+BASELINE_SETTING = "{name}{labels}, {model} (baseline)"  # results.csv settings of the baselines' rows
+
+
+def record_baselines(r: dict, profile: str, trivial: float, reports_dir=None) -> None:
+    """results.csv rows of one dataset's 1-NN DTW baseline (`baseline_scores`): "<name>, 1-NN DTW (baseline)" and
+    "<name>, <k> labelled per class, 1-NN DTW (baseline)" (mean over the seeds' labelled series), accuracy and
+    macro-F1, with their scale facts (labelled series; seeds where they draw the labelled series)."""
+    name, full, paper = r["name"], r["full_stats"], PROFILES["paper"]
+    base = r["baselines"]
+    for labels, g in base[base.model == "1-NN DTW"].groupby("labels", sort=False):
+        budget = labels != "all labels"
+        n_labelled = int(g.n_labelled.iloc[0])
+        k = int(labels.split()[0]) if budget else None
+        fields = dict(data=(n_labelled, full["n_train"] if k is None else min(full["n_train"], k * full["classes"])))
+        if budget:
+            fields["seeds"] = (len(g), len(paper.seeds))
+        if r["data"]["generated"]:
+            fields["dataset"] = ("generated series (dry run)", name)
+        note = ((f"{runtime.DRY_LABEL} (generated series of {name}'s shape); " if r["data"]["generated"] else "")
+                + f"1-nearest-neighbour, dependent DTW over the kept steps in the file's units, Sakoe-Chiba radius "
+                f"{_pct(BASELINE_WINDOW)} of the longer series (romae.baselines); the same {len(r['data']['test'])} "
+                f"test series as RoMAE ({_pct(r['config'].drop)} of steps dropped)"
+                + (f"; {n_labelled} labelled training series per seed" if budget else ""))
+        setting = BASELINE_SETTING.format(name=name, labels=f", {labels}" if budget else "", model="1-NN DTW")
+        for metric in ("accuracy", "macro_f1"):
+            record(EXPERIMENT, setting, metric, float(g[metric].mean()),
+                   ours_std=float(g[metric].std(ddof=1)) if len(g) > 1 else None, n_seeds=len(g) if budget else 1,
+                   profile=profile, scale=report.scale(**fields), note=note,
+                   learned=report.learned(1 - float(g.accuracy.mean()), trivial, trivial=TRIVIAL),
+                   reports_dir=reports_dir)
+
+
+def reading(res: dict) -> list[str]:
+    """One sentence per dataset that ran: the pre-trained RoMAE's accuracy (mean +- std over seeds, `spread`)
+    against the paper's, the best published peer's, and 1-NN DTW's on the same test series."""
+    peers = pd.DataFrame(peer_values(EXPERIMENT))
+    out = []
+    for name, r in res["results"].items():
+        f = r["per_seed"]
+        ours = f[f.variant == "pre-trained"].accuracy
+        p = peers[peers.benchmark == name]
+        paper = p[p.model.str.startswith("RoMAE")].value
+        ref = f"the paper's {paper.iloc[0]:.4f}" if len(paper) else "no published value"
+        best = p[~p.model.str.startswith("RoMAE")].sort_values("value").tail(1)
+        peer = f", best published peer {best.model.iloc[0]} {best.value.iloc[0]:.4f}" if len(best) else ""
+        kind = f", {runtime.DRY_LABEL}" if r["data"]["generated"] else ""
+        b = r["baselines"]
+        dtw = b[(b.model == "1-NN DTW") & (b.labels == "all labels")].accuracy.iloc[0]
+        out.append(f"{name} ({res['profile']}{kind}): pre-trained RoMAE {spread(ours)} against {ref}{peer}; "
+                   f"1-NN DTW {dtw:.4f} on the same {len(r['data']['test'])} test series.")
+    return out
+
+
+def spread(values, digits: int = 4) -> str:
+    """'mean +- std over n seeds' of some per-seed values, the std 'n/a' for one seed (a spread needs two)."""
+    v = pd.Series(values, dtype=float).dropna()
+    std = f"{v.std(ddof=1):.{digits}f}" if len(v) > 1 else "n/a"
+    return f"{v.mean():.{digits}f} ± {std} over {len(v)} seed{'s' if len(v) != 1 else ''}"
 
 
 DIFF_METRIC = "accuracy"  # what `differences` compares
@@ -676,22 +863,29 @@ def pretraining_differences(res: dict) -> pd.DataFrame:
 
 def comparison_table(results: dict, profile: str, encoder: str = "tiny") -> pd.DataFrame:
     """Table 6 as published (peers and the paper's RoMAE) beside ours (mean test accuracy over seeds;
-    the stds are in the summary and the per-seed table): one column per dataset."""
+    the stds are in the summary and the per-seed table) and the baselines on the same test series
+    (`baseline_scores`): one column per dataset that ran, and only the published rows with a value in one."""
     peers = pd.DataFrame(peer_values(EXPERIMENT))
-    datasets = list(dict.fromkeys(list(peers.benchmark) + list(results)))
-    table = peers.pivot_table(index="model", columns="benchmark", values="value", sort=False).reindex(columns=datasets)
-    for name, r in results.items():
-        col = f"{name} ({runtime.DRY_LABEL})" if r["data"]["generated"] else name  # not beside the published values
+    columns = [f"{name} ({runtime.DRY_LABEL})" if r["data"]["generated"] else name  # not beside the published values
+               for name, r in results.items()]
+    table = peers.pivot_table(index="model", columns="benchmark", values="value", sort=False).reindex(columns=columns)
+    table = table.dropna(how="all")  # a peer without a value for any dataset that ran
+    for (name, r), col in zip(results.items(), columns):
         for variant in r["per_seed"].variant.unique():
             f = r["per_seed"][r["per_seed"].variant == variant]
             table.loc[f"RoMAE-{encoder}, {variant} (ours, {profile}, mean of {len(f)} seeds)", col] = f.accuracy.mean()
+        for (model, labels), g in r.get("baselines", pd.DataFrame(columns=["model", "labels"])).groupby(
+                ["model", "labels"], sort=False):
+            seeds = f", mean of {len(g)} seeds' labelled series" if g.seed.notna().any() else ""
+            table.loc[f"{model}{'' if labels == 'all labels' else ', ' + labels} (ours, baseline{seeds})", col] = \
+                g.accuracy.mean()
     return table.reset_index().rename(columns={"index": "model"})
 
 
 # ----------------------------------------------------------------------------- figures
 
 def plot_example(res: dict, name: str, channel: int = 0, n: int = 2):
-    """A few training series: every step of one channel (line) and the steps kept after the 30 % drop."""
+    """A few training series: every step of one channel (line) and the steps kept after the drop (Table 6: 30 %)."""
     series, dropped = res["results"][name]["data"]["train_raw"]
     fig, axes = plt.subplots(n, 1, figsize=(10, 2.2 * n), sharex=True, squeeze=False)
     for i, ax in enumerate(axes[:, 0]):
@@ -703,7 +897,8 @@ def plot_example(res: dict, name: str, channel: int = 0, n: int = 2):
         ax.set(ylabel=f"channel {channel}", title=f"{name}, training series {i}")
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     axes[-1, 0].set(xlabel="time step (= the token's position)")
-    fig.suptitle(f"{name}: 30 % of the steps dropped ({res['profile']} profile; an illustration of the data)")
+    drop = res["results"][name]["config"].drop
+    fig.suptitle(f"{name}: {_pct(drop)} of the steps dropped ({res['profile']} profile; an illustration of the data)")
     fig.tight_layout()
     return fig
 
@@ -736,8 +931,18 @@ def plot_accuracy(res: dict):
             for i, (seed, acc) in enumerate(zip(g.seed, g.accuracy)):
                 ax.plot(x0 + k + (i - (len(g) - 1) / 2) * 0.12, acc, "o", color=colours[seed], ms=6,
                         label=f"seed {seed}")
-            ax.errorbar(x0 + k + 0.3, g.accuracy.mean(), yerr=g.accuracy.std(ddof=1) if len(g) > 1 else 0, fmt="_",
-                        color="k", ms=12, capsize=3, label="mean +- std over seeds")
+            if len(g) > 1:
+                ax.errorbar(x0 + k + 0.3, g.accuracy.mean(), yerr=g.accuracy.std(ddof=1), fmt="_", color="k", ms=12,
+                            capsize=3, label="mean +- std over seeds")
+            else:  # one seed: no spread to draw
+                ax.plot(x0 + k + 0.3, g.accuracy.mean(), "_", color="k", ms=12, label="mean (one seed: std n/a)")
+            base = res["results"][name].get("baselines")
+            if base is not None:  # 1-NN DTW with the same labelled series, on the same test series
+                labels = variant.split(", ", 1)[1] if ", " in variant else "all labels"
+                b = base[(base.model == "1-NN DTW") & (base.labels == labels)]
+                if len(b):
+                    ax.hlines(b.accuracy.mean(), x0 + k - 0.4, x0 + k + 0.4, colors="tab:red", linestyles=":",
+                              label="1-NN DTW, same labels (baseline)")
         p = peers[peers.benchmark == name]
         if len(p):
             lo, hi = x0 - 0.4, x0 + len(variants) - 0.4
