@@ -519,7 +519,9 @@ def run_notebook(source: Path, profile: str, reports: Path, timeout: float | Non
     # the kernel lists the package modules it ran (report._note_modules); TQDM_DISABLE quiets the bars that
     # leave `disable` to tqdm (fit's does not: strip_timestamps drops bars from the executed copy)
     # the kernel's lines for the terminal (romae.terminal.say: plan, trainings, results) are printed as they come
-    echo = stage / "terminal.log"
+    fd, echo = tempfile.mkstemp(prefix=f"romae-terminal-{source.stem}-", suffix=".log")  # never published
+    os.close(fd)
+    echo = Path(echo)
     with _restored_env(report.MANIFEST, "TQDM_DISABLE", terminal.ECHO), _echoed(echo):
         os.environ.update({report.MANIFEST: str(manifest), "TQDM_DISABLE": "1", terminal.ECHO: str(echo)})
         try:
@@ -571,7 +573,7 @@ SHOWN_RESULTS = 8  # result rows a notebook prints in the terminal; the rest are
 @contextmanager
 def _echoed(path: Path, indent: str = "    "):
     """Print each whole line appended to `path` (by the kernel: romae.terminal.say) while the block runs, and
-    what is left when it ends."""
+    what is left when it ends; then remove `path`."""
     stop = threading.Event()
 
     def follow():
@@ -599,6 +601,7 @@ def _echoed(path: Path, indent: str = "    "):
     finally:
         stop.set()
         thread.join(timeout=10)
+        path.unlink(missing_ok=True)
 
 
 def result_lines(path: Path) -> list[str]:

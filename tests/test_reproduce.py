@@ -117,6 +117,7 @@ def test_terminal_tells_the_story(run):
     finished = next(i for i, l in enumerate(lines) if l.startswith("[2/2] 02_ok: ok in"))
     assert start < end < result < finished, out
     assert "without encryption" not in run.proc.stdout + run.proc.stderr
+    assert not list(run.reports.rglob("*terminal*.log"))  # the kernel's lines for the terminal are not published
 
 
 def test_executed_copy_keeps_outputs_without_timestamps(run):
