@@ -192,8 +192,9 @@ def show_params(overrides: dict) -> list[str]:
 
 
 def variant_slug(stem: str, profile: str, overrides: dict) -> str:
-    """A folder name for a run with non-default parameters: <notebook>--<profile>--name=value..."""
-    return _slug([stem, profile, *show_params(overrides)])
+    """A folder name for a run with non-default parameters: <notebook>--<profile>--name=value... ('' for none:
+    the notebook's own run)."""
+    return _slug([stem, profile, *show_params(overrides)]) if overrides else ""
 
 
 def _slug(parts: list[str]) -> str:
@@ -547,7 +548,7 @@ def run_notebook(source: Path, profile: str, reports: Path, timeout: float | Non
         write_provenance(stage, source, profile, manifest, row["commit"])
         for line in result_lines(stage / "results.csv"):
             print(f"    {line}", flush=True)
-    variant = variant_slug(source.stem, profile, overrides) if overrides else ""
+    variant = variant_slug(source.stem, profile, overrides)
     try:
         if out.exists() and status != "skipped":
             home = destination(reports, source.stem, profile, variant) if status == "ok" else \
@@ -779,8 +780,7 @@ def build_variant(reports: Path, v) -> Path:
 
 def variant_of(notebook: Path, profile: str, params: dict) -> str:
     """The variant folder's name a run of `notebook` with `params` publishes to ('' for the notebook's own run)."""
-    _, overrides = resolve_params(notebook, profile, params)
-    return variant_slug(notebook.stem, profile, overrides) if overrides else ""
+    return variant_slug(notebook.stem, profile, resolve_params(notebook, profile, params)[1])
 
 
 def build_reports(reports: Path, variants: list[str] | None = None) -> Path:
@@ -796,10 +796,9 @@ def build_reports(reports: Path, variants: list[str] | None = None) -> Path:
         return built[0] if built else reports / "variants"
     report.build_summary(reports)
     add_runs_section(reports)
-    build_variants(reports)
+    build_variants(reports)  # each variant's own files are redacted by build_variant
     redact = redactor(reports)
-    for path in [reports / "SUMMARY.md", reports / "summary.csv",
-                 *(reports / "variants").glob("*/SUMMARY.md"), *(reports / "variants").glob("*/summary.csv")]:
+    for path in (reports / "SUMMARY.md", reports / "summary.csv"):
         if path.exists():
             redact_file(path, redact)
     return build_index(reports)
