@@ -417,6 +417,15 @@ def roofline(workload: str = "table9", batch: int | None = None, steps: int = 10
 
 # ----------------------------------------------------------------------------- feeding
 
+def write_feed_shard(folder, name: str, table) -> None:
+    """A `feed_table` (or a part of one) as a shard of a `romae.store` TokenStore, laid out as ELAsTiCC's."""
+    from . import store
+    from .data.elasticc import BANDS
+
+    store.write_shard(folder, name, table, id="object_id", time="mjd", variable="band", value=["flux", "flux_err"],
+                      flag="photflag", variables=list(BANDS))
+
+
 def feed_table(n: int, seed: int = 0):
     """`n` random light curves of ELAsTiCC's shape, drawn as `romae.data.elasticc.generate` draws them but
     vectorised (seconds for 20,000): every third has 80 points per band (over ATAT's cap of 65 per band),
@@ -455,7 +464,7 @@ def feed(objects: int = 20000, batches: tuple[int, ...] = (4096, 16384), epochs:
     import numpy as np
 
     from . import store
-    from .data.elasticc import BANDS, MAX_PER_BAND, alert_mask
+    from .data.elasticc import MAX_PER_BAND, alert_mask
 
     views = {"thinned": dict(max_per_variable=MAX_PER_BAND),
              "thinned+alert": dict(max_per_variable=MAX_PER_BAND, keep=alert_mask)}
@@ -464,8 +473,7 @@ def feed(objects: int = 20000, batches: tuple[int, ...] = (4096, 16384), epochs:
         obs = feed_table(objects, seed)
         cut = np.searchsorted(obs.object_id.to_numpy(), np.linspace(0, objects, shards + 1)[1:-1].astype(int))
         for i, part in enumerate(np.split(np.arange(len(obs)), cut)):
-            store.write_shard(tmp, f"part-{i}", obs.iloc[part], id="object_id", time="mjd", variable="band",
-                              value=["flux", "flux_err"], flag="photflag", variables=list(BANDS))
+            write_feed_shard(tmp, f"part-{i}", obs.iloc[part])
         rng = np.random.default_rng(seed)
         for name, opts in views.items():
             for b in batches:

@@ -50,8 +50,12 @@ PACKAGE = Path(__file__).resolve().parent
 # Modules left out of the code version because they cannot change a cached result: report.py and
 # reproduce.py only write reports from results already computed, and cache.py stores results without
 # changing them (verified byte for byte) -- a format change there shows as an unverifiable twin and
-# is recomputed anyway. bench.py stays IN: its table9 produces the cached Table 9 timings.
-NOT_RESULTS = frozenset({"report.py", "reproduce.py", "cache.py"})
+# is recomputed anyway; trainings.py keeps copies of them the same way. plan.py and cost.py only estimate
+# time and memory and lay a training out in memory and time (micro-batches, checkpoints: never in a key);
+# a setting they choose (a quick profile's steps) is in the key itself, so recalibrating the time model
+# keeps every result. Their imports are not followed either. bench.py stays IN: its table9 produces the
+# cached Table 9 timings.
+NOT_RESULTS = frozenset({"report.py", "reproduce.py", "cache.py", "trainings.py", "plan.py", "cost.py"})
 
 
 def _faithful(obj: Any) -> Any:
@@ -180,7 +184,8 @@ def module_closure(files: tuple[str, ...], root: str | Path | None = None) -> tu
         if rel in seen:
             continue
         seen.add(rel)
-        todo.extend(_imports(rel, root) - seen)
+        if rel not in NOT_RESULTS:  # what a module that cannot change a result imports does not count through it
+            todo.extend(_imports(rel, root) - seen)
     return tuple(sorted(seen))
 
 
@@ -252,7 +257,8 @@ def _publish(path: Path, twin: Path, data: bytes, meta: dict) -> None:
 
 
 def cached(name: str, config: Any, compute: Callable[[], Any], cache_dir: str | Path | None = None,
-           refresh: bool = False, *, code: str | None = None, modules: tuple[str, ...] | None = None) -> Any:
+           refresh: bool = False, *, code: str | None = None, modules: tuple[str, ...] | None = None,
+           keep: bool = False, require: tuple[str, ...] = (), planned: float | None = None) -> Any:
     """Return compute()'s result for `config` and the code that produced it, computing it only if no
     verified entry exists (or `refresh`).
 
@@ -273,7 +279,17 @@ def cached(name: str, config: Any, compute: Callable[[], Any], cache_dir: str | 
             found, result = _load(path, twin)
         if found:
             return result
-    result = compute()
+    if keep:
+        from . import trainings
+
+        if not refresh:
+            found, result = trainings.load(key, require)
+            if found:
+                return result
+        with trainings.measured() as facts:
+            result = compute()
+    else:
+        result = compute()
     buf = io.BytesIO()
     torch.save(result, buf)
     data = buf.getvalue()
@@ -282,4 +298,6 @@ def cached(name: str, config: Any, compute: Callable[[], Any], cache_dir: str | 
     if modules is not None:
         meta["modules"] = list(modules)
     _publish(path, twin, data, meta)
+    if keep:
+        trainings.save(key, result, dict(meta, facts=facts, planned_seconds=planned))
     return result

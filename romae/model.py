@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import numbers
 from pathlib import Path
 
 import torch
@@ -220,10 +221,10 @@ def seeded(seed: int | None, owner: str = "seed"):
     if seed is None:
         yield
         return
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2 ** 63:
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= seed < 2 ** 63:
         raise ValueError(f"{owner} must be a whole number in [0, 2**63) or None, got {seed!r}")
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+        torch.manual_seed(int(seed))  # numpy's integers too
         yield
 
 

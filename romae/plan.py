@@ -358,6 +358,33 @@ def tokens_of(data) -> int:
     return (data.tensors if hasattr(data, "tensors") else data)["values"].shape[1]
 
 
+def hidden_of(data) -> float | None:
+    """The share of tokens a training set's own masks hide (a 'mask' entry, as interpolation's data gives), else
+    None (the model's mask_ratio)."""
+    tensors = data.tensors if hasattr(data, "tensors") else data if isinstance(data, dict) else {}
+    return float(tensors["mask"][0].float().mean()) if "mask" in tensors else None
+
+
+def training_seconds(stage: str, model_cfg: RoMAEConfig, train_cfg: TrainConfig, data=None, *,
+                     n_tokens: int | None = None, samples: int | None = None,
+                     device: str | None = None) -> float | None:
+    """The plan's seconds for one training of `model_cfg` with `train_cfg` on `data` (or on `samples` samples of
+    `n_tokens` tokens): its steps x the modelled step time on `device` (default: `planned_device()`, the reference
+    CPU without a GPU); None where not modelled. What `romae.trainings` records beside the measured wall time."""
+    if data is not None:
+        t = Training("", stage, model_cfg, train_cfg, tokens_of(data), len(data), padded=is_padded(data),
+                     hidden=hidden_of(data) if stage == "pretrain" else None)
+    elif n_tokens is not None and samples is not None:
+        t = Training("", stage, model_cfg, train_cfg, n_tokens, samples)
+    else:
+        raise ValueError("training_seconds needs the data, or n_tokens and samples")
+    device = device or planned_device()
+    precision = "fp32" if device == "cpu" else _precision(train_cfg)
+    k = math.ceil(train_cfg.batch_size / (train_cfg.micro_batch or train_cfg.batch_size))
+    seconds = step_seconds(t, device, precision, k)
+    return None if seconds is None else t.steps * seconds
+
+
 def _precision(train_cfg: TrainConfig) -> str:
     from . import runtime
 
@@ -419,12 +446,11 @@ def _feed_here(kind: str, side: int = 0, patch: int = 0, n: int = 256) -> float:
 
     if kind == "store":
         from . import store
-        from .bench import feed_table
-        from .data.elasticc import BANDS, MAX_PER_BAND
+        from .bench import feed_table, write_feed_shard
+        from .data.elasticc import MAX_PER_BAND
 
         with tempfile.TemporaryDirectory(prefix="romae-plan-feed-") as tmp:
-            store.write_shard(tmp, "part-0", feed_table(n * 4), id="object_id", time="mjd", variable="band",
-                              value=["flux", "flux_err"], flag="photflag", variables=list(BANDS))
+            write_feed_shard(tmp, "part-0", feed_table(n * 4))
             data = store.TokenStore(tmp, max_per_variable=MAX_PER_BAND)
             data.batch(torch.arange(n))  # what a view computes once
             times = []
@@ -561,9 +587,32 @@ def _feed(seconds: float | None) -> str:
     return "-" if not seconds else f"{seconds:.2g}"
 
 
+CPU_SCOPE_HOURS = 2.5  # a single training longer than this is out of scope on a CPU: a GPU's work (issue 32)
+
+
+def out_of_scope(p: dict) -> list[str]:
+    """On a CPU plan ('cpu', 'this'): '<nb> <training> (x.x h each)' for every training one run of which takes
+    longer than CPU_SCOPE_HOURS in FP32 (or has no time); [] on a GPU plan."""
+    if p["settings"]["device"] not in ("cpu", "this"):
+        return []
+    out = []
+    for r in p["rows"]:
+        hours = r["precision"].get("fp32", {}).get("hours")
+        each = None if hours is None else hours / r["runs"]
+        if each is None or each > CPU_SCOPE_HOURS:
+            out.append(f"{r['notebook']} {r['name']} ({'no time' if each is None else f'{each:.1f} h'} each)")
+    return out
+
+
 def describe(p: dict) -> str:
-    """The lines above and below the table: the setting, how memory and time were obtained, the check."""
+    """The lines above and below the table: the setting, how memory and time were obtained, the check; on a CPU,
+    the trainings too long for it (`out_of_scope`)."""
     s = p["settings"]
+    scope = out_of_scope(p)
+    scope_line = ([f"Out of scope on a CPU (one training over {CPU_SCOPE_HOURS:g} h; a GPU's work): "
+                   + "; ".join(scope) + "."] if scope else
+                  [f"Every training here takes at most {CPU_SCOPE_HOURS:g} h on its own: in scope on a CPU, run "
+                   "in pieces (romae.trainings keeps each finished one)."] if s["device"] in ("cpu", "this") else [])
     errors = [abs(x["check_error"]) for r in p["rows"] for x in r["precision"].values() if x["check_error"] is not None]
     where = {"cpu": f"the reference {cost.REFERENCE} (romae.cost's fitted model; FP32 only)",
              "this": "this machine, scaled from a 2-sample step measured here (FP32 only)"}.get(s["device"])
@@ -587,7 +636,7 @@ def describe(p: dict) -> str:
         + ("measured here" if s["device"] == "this" else "measured on the compendium's 2-core CPU")
         + (": a GPU step takes the longer of it and the step (a thread builds the next batch)" if s["device"] in PEAK
            else ": added to each step")
-        + "; - : tensors, nothing to build."])
+        + "; - : tensors, nothing to build.", *scope_line])
 
 
 def show(notebook: str, profile: str, gpus: int = 1) -> None:
@@ -608,8 +657,8 @@ def show(notebook: str, profile: str, gpus: int = 1) -> None:
     from . import terminal
 
     runs = sum(r["runs"] for r in p["rows"])
-    terminal.expect(runs)
     hours = p["totals"].get(notebook, {}).get("fp32")
+    terminal.expect(runs, planned=None if hours is None else hours * 3600)
     terminal.say(f"plan (paper profile, {name or 'this CPU'}): {len(p['rows'])} trainings x their seeds = {runs} runs, "
                  + (f"about {_hours(hours)} h in FP32 on this device" if hours is not None else "FP32 does not fit"))
 

@@ -22,7 +22,8 @@ from __future__ import annotations
 import dataclasses
 import time
 
-from . import plan
+from . import feeding, plan
+from .cache import cached
 from .config import RoMAEConfig, TrainConfig
 from .metrics import resolve_metrics
 from .model import RoMAEForPrediction, RoMAEForPreTraining, prediction_config
@@ -52,44 +53,70 @@ def pretrain_finetune(name: str, train, test, model: RoMAEConfig, *, finetune: T
     other (e.g. more, unlabelled) samples than the classifier is fine-tuned on; `key` then names the
     pre-training data and `finetune_key` what differs for fine-tuning (e.g. the labelled subset).
     profile: "paper": both trainings take the micro-batch `romae.plan` picks for their data on this device's memory.
-    Returns {metrics, outputs (test logits), model (fine-tuned, eval mode), pretrained_state (the MAE's
-    state dict, or None), pretrain_history,
-    finetune_history, seconds: {pretrain, finetune}}.
+    Returns {metrics, outputs (test logits), model (fine-tuned, eval mode; None when its weights were not kept:
+    a committed paper run), pretrained_state (the MAE's state dict; None without pre-training or when not kept),
+    pretrain_history, finetune_history, seconds: {pretrain, finetune}}. The test predictions and scores are a
+    kept result of their own (`romae.trainings`), so a run found in the committed record reports without weights.
     """
     metric_fns = resolve_metrics(metrics)
     t0 = time.perf_counter()
     pre = None
     ft_cfg = prediction_config(model, n_outputs=n_outputs, dropout=dropout, drop_path=drop_path, dropout_at=dropout_at,
                                **(head_overrides or {}))
+    pre_data = train if pretrain_data is None else pretrain_data
     if profile == "paper":  # micro_batch is not in the cache key: it changes memory, not the result
-        pre_tokens = plan.tokens_of(train if pretrain_data is None else pretrain_data)
-        pre_data = train if pretrain_data is None else pretrain_data
-        pretrain = pretrain and plan.fit_memory(pretrain, model, pre_tokens, "pretrain", profile,
+        pretrain = pretrain and plan.fit_memory(pretrain, model, plan.tokens_of(pre_data), "pretrain", profile,
                                                 padded=plan.is_padded(pre_data))
         finetune = plan.fit_memory(finetune, ft_cfg, plan.tokens_of(train), "finetune", profile,
                                    padded=plan.is_padded(train))
+
+    def pretrained(need_weights: bool = False):
+        return fit_cached(f"{name}_pretrain", RoMAEForPreTraining, model, pre_data, dataclasses.replace(pretrain, seed=seed),
+                          key, seed=seed, cache_dir=cache_dir, refresh=refresh, checkpoints=checkpoints,
+                          need_weights=need_weights)
+
     if pretrain is not None:  # the seed drives initialisation, data order and masks of both stages
-        pre = fit_cached(f"{name}_pretrain", RoMAEForPreTraining, model, train if pretrain_data is None else pretrain_data,
-                         dataclasses.replace(pretrain, seed=seed), key, seed=seed, cache_dir=cache_dir,
-                         refresh=refresh, checkpoints=checkpoints)
-    ft = fit_cached(f"{name}_finetune", RoMAEForPrediction, ft_cfg, train, dataclasses.replace(finetune, seed=seed),
-                    dict(key, **(finetune_key or {}), pretrained=None if pre is None else pre["run_id"]), seed=seed, cache_dir=cache_dir, refresh=refresh,
-                    checkpoints=checkpoints, pretrained=None if pre is None else pre["state_dict"],
-                    val_data=val_data, metrics=metric_fns if val_data is not None else ())
+        pre = pretrained()  # kept without its weights (a committed paper run): they are fetched only to fine-tune
+    ft_key = dict(key, **(finetune_key or {}), pretrained=None if pre is None else pre["run_id"])
+
+    def fine_tune(need_weights: bool = False):
+        weights = None if pre is None else \
+            (lambda: pre["state_dict"] if "state_dict" in pre else pretrained(need_weights=True)["state_dict"])
+        return fit_cached(f"{name}_finetune", RoMAEForPrediction, ft_cfg, train, dataclasses.replace(finetune, seed=seed),
+                          ft_key, seed=seed, cache_dir=cache_dir, refresh=refresh, checkpoints=checkpoints,
+                          pretrained=weights, val_data=val_data, metrics=metric_fns if val_data is not None else (),
+                          need_weights=need_weights)
+
+    ft = fine_tune()
     t2 = time.perf_counter()
-    clf = RoMAEForPrediction(ft_cfg, seed=seed)  # its weights are replaced: the seed only spares the global generator
-    clf.load_state_dict(ft["state_dict"])
-    clf.eval()
-    outputs = predict(clf, test, batch_size=eval_batch)
     labels = test.tensors["labels"] if hasattr(test, "tensors") else getattr(test, "labels", None)
     labels = test["labels"] if labels is None else labels
-    scores = {name_: float(fn(labels, outputs)) for name_, fn in metric_fns.items()}
-    return dict(metrics=scores, outputs=outputs, model=clf, config=ft_cfg,
-                pretrained_state=None if pre is None else pre["state_dict"],
+    clf = None
+
+    def evaluate():
+        nonlocal clf
+        clf = _classifier(ft_cfg, ft if "state_dict" in ft else fine_tune(need_weights=True), seed)
+        outputs = predict(clf, test, batch_size=eval_batch)
+        return dict(outputs=outputs, metrics={name_: float(fn(labels, outputs)) for name_, fn in metric_fns.items()})
+
+    # the test set's predictions are kept with the trainings, so a committed run needs no weights to report
+    ev = cached(f"{name}_test", dict(model=ft["run_id"], test=feeding.data_fingerprint(test), n_test=len(test),
+                                     metrics=sorted(metric_fns)), evaluate, cache_dir=cache_dir, refresh=refresh,
+                keep=True)
+    if clf is None and "state_dict" in ft:
+        clf = _classifier(ft_cfg, ft, seed)
+    return dict(metrics=ev["metrics"], outputs=ev["outputs"], model=clf, config=ft_cfg,
+                pretrained_state=None if pre is None else pre.get("state_dict"),
                 pretrain_history=None if pre is None else pre["history"], finetune_history=ft["history"],
                 seconds=dict(pretrain=None if pre is None else pre["seconds"], finetune=ft["seconds"],
                              evaluate=time.perf_counter() - t2, wall=time.perf_counter() - t0),
                 steps=dict(pretrain=None if pre is None else pre["steps"], finetune=ft["steps"]))
+
+
+def _classifier(cfg, trained: dict, seed: int) -> RoMAEForPrediction:
+    clf = RoMAEForPrediction(cfg, seed=seed)  # its weights are replaced: the seed only spares the global generator
+    clf.load_state_dict(trained["state_dict"])
+    return clf.eval()
 
 
 def plot_learning_curves(runs, *, pretrain_ylabel: str, finetune_ylabel: str, yscale=("linear", "linear"),

@@ -74,7 +74,7 @@ from pathlib import Path
 import nbformat
 import pandas as pd
 
-from . import frontpage, report, runtime, terminal
+from . import frontpage, report, runtime, terminal, trainings
 from .config import PROFILES, as_list, check_profile
 from .data import catalog, files
 
@@ -462,6 +462,8 @@ def publish(stage: Path, reports: Path, notebook: str, profile: str, variant: st
     Every text file is written without this machine's paths (`redactor`)."""
     dest = destination(reports, notebook, profile, variant)
     reports.mkdir(parents=True, exist_ok=True)
+    if dest == reports:
+        set_aside(stage, reports, notebook, profile)
     redact = redactor(reports, stage, dest)
     if (stage / "results.csv").exists():
         redact_file(stage / "results.csv", redact)
@@ -475,6 +477,31 @@ def publish(stage: Path, reports: Path, notebook: str, profile: str, variant: st
         target.parent.mkdir(parents=True, exist_ok=True)
         os.replace(path, target)  # same file system: atomic per file
     return dest
+
+
+def set_aside(stage: Path, reports: Path, notebook: str, profile: str) -> list[Path]:
+    """Before a better profile's run of `notebook` publishes into `reports` (paper over quick), move the files it
+    would replace, those of the run published there now, into <reports>/<their profile>/ (the same paths), with
+    its page: the lesser run stays reachable (its page, results rows and provenance), never overwritten."""
+    record = reports / "provenance" / f"{notebook}.json"
+    try:
+        old = json.loads(record.read_text()).get("profile", "")
+    except (OSError, ValueError):
+        return []
+    rank = report.PROFILE_RANK
+    if old == profile or old not in rank or rank[old] <= rank.get(profile, 9):
+        return []
+    moved = []
+    pairs = [(p.relative_to(stage), reports / p.relative_to(stage)) for p in stage.rglob("*") if p.is_file()
+             and p.name != "results.csv"]
+    pairs.append((Path(f"{notebook}.html"), reports / "html" / f"{notebook}.html"))  # its page: <profile>/<nb>.html
+    for rel, current in pairs:
+        if current.is_file():
+            target = reports / old / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(current, target)
+            moved.append(target)
+    return moved
 
 
 def clean_stale_staging(reports: Path) -> None:
@@ -701,6 +728,28 @@ def add_runs_section(reports: Path) -> None:
     report.write_atomic(path, path.read_text() + text + report._markdown(runs))
 
 
+def add_trainings_section(reports: Path) -> None:
+    """Append the committed record of finished paper trainings (<reports>/trainings/, `romae.trainings`) to SUMMARY.md:
+    per training name, how many are kept, current or stale, their wall time beside the plan's, peak memory."""
+    folder = reports / "trainings"
+    if not folder.is_dir():
+        return
+    table = trainings.table(folder)
+    if table.empty:
+        return
+    g = trainings.grouped(table)
+    stale = int(g.stale.sum())
+    devices = ", ".join(sorted(set(table.device)))
+    text = ("\n## Finished paper trainings kept\n\nEvery training of a paper-profile run is kept in `trainings/` "
+            "when it finishes (`python -m romae.trainings`): a run done in pieces trains only what is missing. "
+            f"{len(table)} kept ({devices}); "
+            + (f"**{stale} stale** (their code changed: retrained when next run)" if stale else "all current")
+            + ". wall / planned: the measured hours beside `romae.plan`'s estimate for the device (the reference CPU "
+            "on a CPU); ratio: their quotient.\n\n")
+    path = reports / "SUMMARY.md"
+    report.write_atomic(path, path.read_text() + text + report._markdown(g))
+
+
 def paper_skipped(runs: pd.DataFrame) -> list[str]:
     """The notebooks whose latest paper-profile run (the notebook's own parameters) was skipped for missing
     data, from `latest_runs`."""
@@ -796,6 +845,7 @@ def build_reports(reports: Path, variants: list[str] | None = None) -> Path:
         return built[0] if built else reports / "variants"
     report.build_summary(reports)
     add_runs_section(reports)
+    add_trainings_section(reports)
     build_variants(reports)  # each variant's own files are redacted by build_variant
     redact = redactor(reports)
     for path in (reports / "SUMMARY.md", reports / "summary.csv"):
@@ -834,6 +884,9 @@ def render_notebooks(reports: Path, force: bool = False) -> list[Path]:
     sources = [(nb, html_dir / f"{nb.stem}.html") for nb in sorted((reports / "executed").glob("*.ipynb"))]
     sources += [(nb, nb.parent.parent / f"{nb.stem}.html")  # runs with other parameters: in their own folders
                 for nb in sorted((reports / "variants").glob("*/executed/*.ipynb"))]
+    sources += [(nb, nb.parent.parent / f"{nb.stem}.html")  # a lesser profile's run set aside by a better one
+                for profile in report.PROFILE_RANK if profile != "smoke"
+                for nb in sorted((reports / profile / "executed").glob("*.ipynb"))]
     return [render_page(reports, nb, page, force) for nb, page in sources]
 
 
@@ -880,6 +933,14 @@ th{background:#eee;position:sticky;top:0}tr.good td{background:#e6f4e6}tr.mixed 
 tr.bad td{background:#f8e0e0}tr.not-run td{color:#888}tr.untested td{background:#f0f0f0;color:#555}"""
 
 
+def _page_profile(reports: Path, notebook: str) -> str:
+    """The profile of the run published at the top of `reports` (its provenance record), or ''."""
+    try:
+        return json.loads((reports / "provenance" / f"{notebook}.json").read_text()).get("profile", "")
+    except (OSError, ValueError):
+        return ""
+
+
 def build_index(reports: Path) -> Path:
     """<reports>/index.html: the claims table, the artefacts, the summary table, the latest runs and a link to
     every notebook page."""
@@ -907,14 +968,19 @@ def build_index(reports: Path) -> Path:
                         + (f"<strong>{html.escape(code)}</strong>" if v.code != "current" else html.escape(code))
                         + "</li>")
     for page in pages:
-        if page.parent != reports / "html":  # a variant's, listed above
+        if page.parent != reports / "html":  # a variant's, listed above; a lesser profile's, beside its notebook
             continue
         state = last.get(page.stem, "ok")
         why = f": {notes.get(page.stem, '')}" if state == "skipped" and notes.get(page.stem, "") else ""
         mark = f" <strong>(last run {html.escape(state)}{html.escape(why)}; this page is the last complete run)</strong>" \
             if state != "ok" else ""
+        profile = _page_profile(reports, page.stem)
+        also = [f'<a href="{p}/{html.escape(page.name)}">its {p} run</a>' for p in report.PROFILE_RANK
+                if p != "smoke" and reports / p / page.name in pages]
         items.append(f'<li><a href="html/{html.escape(page.name)}">{html.escape(page.stem)}</a> '
-                     f'(<a href="executed/{html.escape(page.stem)}.ipynb">ipynb</a>){mark}</li>')
+                     f'(<a href="executed/{html.escape(page.stem)}.ipynb">ipynb</a>'
+                     + (f", {html.escape(profile)} profile" if profile else "") + (", " + ", ".join(also) if also else "")
+                     + f"){mark}</li>")
     for nb, state in (last.items() if len(last) else []):  # never completed here: listed, no page
         if state != "ok" and nb not in {p.stem for p in pages}:
             why = notes.get(nb, "") if state == "skipped" else "see failed/"
@@ -996,7 +1062,7 @@ def _restored_env(*keys: str):
 
 def main(argv: list[str] | None = None) -> int:
     # the runtime was this run's (tests call main in one process): the environment is put back
-    with _restored_env(*runtime.ENV):
+    with _restored_env(*runtime.ENV, trainings.ENV):
         return _main(argv)
 
 
@@ -1059,6 +1125,12 @@ def _main(argv: list[str] | None) -> int:
         reports = reports / "smoke"
     reports.mkdir(parents=True, exist_ok=True)
     clean_stale_staging(reports)
+    # a paper run keeps every finished training in <reports>/trainings/ (romae.trainings): committed, a later
+    # piece of the run, on a fresh clone, trains only what is missing; other profiles keep nothing there
+    if profile == "paper" and not rt.dry_run:
+        os.environ[trainings.ENV] = str(reports / "trainings")
+    else:
+        os.environ.pop(trainings.ENV, None)
     device = report.device_label(rt.device)
     print(f"== reproduce: {len(notebooks)} notebook(s), profile {profile}"
           + (f", DRY RUN ({rt.max_steps} optimiser steps per training)" if rt.dry_run else "")

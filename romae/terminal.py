@@ -16,7 +16,8 @@ import time
 ECHO = "ROMAE_ECHO"
 EVERY_SECONDS = 60.0  # a line at most this often during one training
 
-_state = {"done": 0, "expected": None, "seconds": 0.0, "trained": 0, "label": None}
+_state = {"done": 0, "expected": None, "seconds": 0.0, "trained": 0, "label": None, "planned": None,
+          "planned_total": None, "planned_done": 0.0, "planned_trained": 0.0, "seconds_planned": 0.0}
 
 
 def active() -> bool:
@@ -42,40 +43,54 @@ def duration(seconds: float) -> str:
     return f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
 
 
-def expect(trainings: int, more: bool = False) -> None:
+def expect(trainings: int, more: bool = False, planned: float | None = None) -> None:
     """This notebook's run will do about `trainings` trainings (cached ones included): progress lines say
     'k/total'. Each call replaces the count (`more`: adds to it, e.g. one dataset's trainings at a time);
-    trainings already counted stay counted."""
+    trainings already counted stay counted. `planned`: the plan's seconds for all of them (`romae.plan.show`): the
+    time left is then the plan's for the trainings not yet done, scaled by this run's measured / planned."""
     _state["expected"] = max(int(trainings) + ((_state["expected"] or 0) if more else 0), 0) or None
+    if planned is not None:
+        _state["planned_total"] = planned + ((_state["planned_total"] or 0.0) if more else 0.0)
 
 
-def _count() -> str:
-    n, total = _state["done"], _state["expected"]
+def _count(ahead: int = 0) -> str:
+    n, total = _state["done"] + ahead, _state["expected"]
     return f"{n}/{total}" if total and n <= total else str(n)
 
 
 def _left_overall() -> str:
-    """The notebook's time left, from the mean time of the trainings that really trained (none: unknown)."""
+    """The notebook's time left: the plan's for what is not done yet (x measured / planned so far), when the plan
+    gave its total; else from the mean time of the trainings that really trained (none: unknown)."""
     total, done = _state["expected"], _state["done"]
-    if not total or not _state["trained"] or done >= total:
+    if not total or done >= total:
+        return ""
+    if _state["planned_total"]:
+        ratio = _state["seconds_planned"] / _state["planned_trained"] if _state["planned_trained"] else 1.0
+        left = max(_state["planned_total"] - _state["planned_done"], 0.0) * ratio
+        how = f"x {ratio:.2f} measured / planned so far" if _state["planned_trained"] else "not yet measured here"
+        return f"; planned: about {duration(left)} left in this notebook ({how})"
+    if not _state["trained"]:
         return ""
     return f"; about {duration((total - done) * _state['seconds'] / _state['trained'])} left in this notebook"
 
 
-def cached(name: str) -> None:
-    """A training whose result came from the results cache."""
+def cached(name: str, planned: float | None = None) -> None:
+    """A training already done: found in the results cache or the committed record (`planned`: the plan's seconds)."""
     _state["done"] += 1
-    say(f"  training {_count()} {name}: from the results cache{_left_overall()}")
+    _state["planned_done"] += planned or 0.0
+    say(f"  training {_count()} {name}: already done (results cache or committed record){_left_overall()}")
 
 
 @contextlib.contextmanager
-def named(name: str):
-    """The trainings `fit` runs inside the block are called `name` in the terminal."""
-    before, _state["label"] = _state["label"], name
+def named(name: str, planned: float | None = None):
+    """The trainings `fit` runs inside the block are called `name` in the terminal (`planned`: the plan's seconds
+    for it, for the time left)."""
+    before = _state["label"], _state["planned"]
+    _state["label"], _state["planned"] = name, planned
     try:
         yield
     finally:
-        _state["label"] = before
+        _state["label"], _state["planned"] = before
 
 
 class Training:
@@ -83,14 +98,15 @@ class Training:
 
     def __init__(self):
         self.name = _state["label"] or "training"
+        self.planned = _state["planned"]
         self.t0 = self.last = time.perf_counter()
         self.first = self.stop = 0
 
     def start(self, first: int, stop: int) -> None:
         self.first, self.stop = first, stop
         resumed = f", resumed at step {first}" if first else ""
-        say(f"  training {_state['done'] + 1}{'/' + str(_state['expected']) if _state['expected'] else ''} "
-            f"{self.name}: {stop:,} optimiser steps{resumed}")
+        plan = f" (planned {duration(self.planned)})" if self.planned else ""
+        say(f"  training {_count(ahead=1)} {self.name}: {stop:,} optimiser steps{resumed}{plan}")
 
     def step(self, k: int) -> None:
         now = time.perf_counter()
@@ -107,4 +123,8 @@ class Training:
         _state["done"] += 1
         _state["trained"] += 1
         _state["seconds"] += seconds
+        if self.planned:
+            _state["planned_done"] += self.planned
+            _state["planned_trained"] += self.planned
+            _state["seconds_planned"] += seconds
         say(f"  training {_count()} {self.name}: done in {duration(seconds)}{_left_overall()}")

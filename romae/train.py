@@ -43,7 +43,7 @@ from torch.optim.lr_scheduler import LambdaLR
 from tqdm import tqdm  # plain text bars: no ipywidgets needed in notebooks
 
 from romae.config import TrainConfig, check_whole
-from romae import checkpoint, feeding, masking, runtime, terminal
+from romae import checkpoint, feeding, masking, runtime, terminal, trainings
 from romae.checkpoint import load_checkpoint, load_state, read_config
 from romae.feeding import ArrayDataset
 
@@ -605,7 +605,7 @@ def training_seconds(history: list[dict], fallback: float) -> float:
 
 def fit_cached(name: str, model_cls, model_cfg, data, cfg: TrainConfig, key: dict, *, seed: int,
                cache_dir=None, refresh: bool = False, checkpoints: bool = False,
-               pretrained: dict | None = None, **fit_kwargs) -> dict:
+               pretrained=None, need_weights: bool = False, **fit_kwargs) -> dict:
     """Train `model_cls(model_cfg)` on `data` (a dataset, e.g. an ArrayDataset or a TokenStore, or a dict
     of tensors), or load the result from the results cache -> {state_dict, history, steps, seconds, run_id}.
 
@@ -615,7 +615,14 @@ def fit_cached(name: str, model_cls, model_cfg, data, cfg: TrainConfig, key: dic
     interrupted run resumes (always, when cfg.checkpoint_every is set: the plan's schedule for the paper
     profile); `refresh` retrains from scratch.
     `pretrained`: encoder weights loaded with `model.load_encoder` before training (the key must name
-    them, e.g. by the pre-training's cache key). Other keywords (val_data, metrics) go to `fit`.
+    them, e.g. by the pre-training's cache key), or a function returning them, called only if this trains.
+    Other keywords (val_data, metrics) go to `fit`.
+
+    A finished training is also kept in the committed record (`romae.trainings`): looked up there after the
+    results cache, and written there while a record is open (the paper profile of `make reproduce`), with its
+    wall time, peak memory and the plan's estimate. Large weights are not kept, so a result found there may
+    have no `state_dict`; `need_weights`: the caller needs them (it evaluates the model), so such an entry is
+    trained again. Callers store what they compute from the weights as a kept result of its own.
     """
     from .cache import cached, code_version, config_hash, producers  # independent of training
 
@@ -645,18 +652,26 @@ def fit_cached(name: str, model_cls, model_cfg, data, cfg: TrainConfig, key: dic
         torch.manual_seed(seed)  # model initialisation
         model = model_cls(model_cfg)
         if pretrained is not None:
-            model.load_encoder(pretrained)
+            model.load_encoder(pretrained() if callable(pretrained) else pretrained)
         t0 = time.perf_counter()
         data_ = ArrayDataset(**data) if isinstance(data, dict) else data  # a dict of tensors, or a dataset
-        with terminal.named(name):
+        with terminal.named(name, planned):
             res = fit(model, data_, cfg, out_dir=out_dir, config=model_cfg, resume=not refresh, **fit_kwargs)
         return dict(state_dict={k: v.detach().cpu() for k, v in res.model.state_dict().items()},
                     history=res.history, steps=res.steps, seconds=training_seconds(res.history, time.perf_counter() - t0))
 
     # run_id names this result: a later stage that starts from it (fine-tuning) puts it in its own key
-    result = cached(name, key, compute, cache_dir=cache_dir, refresh=refresh, code=code, modules=modules)
+    planned = None
+    if trainings.open_folder() is not None and not rt.dry_run:  # the plan's estimate, beside the measured time
+        from . import plan
+        from .model import RoMAEForPreTraining
+
+        stage = "pretrain" if issubclass(model_cls, RoMAEForPreTraining) else "finetune"
+        planned = plan.training_seconds(stage, model_cfg, cfg, data)
+    result = cached(name, key, compute, cache_dir=cache_dir, refresh=refresh, code=code, modules=modules, keep=True,
+                    require=("state_dict",) if need_weights else (), planned=planned)
     if not computed:
-        terminal.cached(name)
+        terminal.cached(name, planned)
     return {**result, "run_id": run_id}
 
 

@@ -3,6 +3,7 @@
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import torch
 
@@ -62,6 +63,8 @@ def test_constructor_seed_fixes_initialisation_and_spares_the_global_generator()
         torch.manual_seed(3)
         d = cls(cfg)
         assert all(torch.equal(u, v) for u, v in zip(a.state_dict().values(), d.state_dict().values()))
+        e = cls(cfg, seed=np.int64(3))  # numpy's integers are whole numbers too
+        assert all(torch.equal(u, v) for u, v in zip(a.state_dict().values(), e.state_dict().values()))
 
 
 @pytest.mark.parametrize("seed", [-1, 2.5, True, "3", 2 ** 63])

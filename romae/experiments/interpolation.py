@@ -115,11 +115,18 @@ def _seeds(name: str, run: RunConfig, mcfg: RoMAEConfig, train: dict, data_cfg, 
     for seed in runtime.dry_seeds(run.seeds):  # a dry run: the first seed
         train_cfg = plan.fit_memory(run.train_config(seed), mcfg, train["values"].shape[1], "pretrain", profile, hidden,
                                     padded=plan.is_padded(train))
-        trained = fit_cached(f"{name}_model", RoMAEForPreTraining, mcfg, train, train_cfg,
-                             dict(data=dataclasses.asdict(data_cfg), position_scale=run.position_scale),
-                             seed=seed, cache_dir=cache_dir, refresh=refresh, checkpoints=checkpoints)
-        ev = cached(f"{name}_eval", dict(prof=dataclasses.asdict(prof), seed=seed, steps=trained["steps"]),
-                    lambda: evaluate(_load(mcfg, trained)), cache_dir=cache_dir, refresh=refresh)
+        def trained_model(need_weights=False, train_cfg=train_cfg, seed=seed):
+            return fit_cached(f"{name}_model", RoMAEForPreTraining, mcfg, train, train_cfg,
+                              dict(data=dataclasses.asdict(data_cfg), position_scale=run.position_scale),
+                              seed=seed, cache_dir=cache_dir, refresh=refresh, checkpoints=checkpoints,
+                              need_weights=need_weights)
+
+        trained = trained_model()  # a committed paper run keeps it without its weights, and its evaluation beside it
+        weights = trained if "state_dict" in trained else None
+        ev = cached(f"{name}_eval", dict(prof=dataclasses.asdict(prof), seed=seed, steps=trained["steps"],
+                                         model=trained["run_id"]),
+                    lambda: evaluate(_load(mcfg, weights or trained_model(need_weights=True))), cache_dir=cache_dir,
+                    refresh=refresh, keep=True)
         out.append(dict(seed=seed, **ev, history=pd.DataFrame(trained["history"]), seconds=trained["seconds"],
                         steps=trained["steps"]))
     return out

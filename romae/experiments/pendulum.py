@@ -125,8 +125,9 @@ def train_seed(run: PendulumRun, seed: int, data: dict, cache_dir=None, refresh=
     key = dict(data=dataclasses.asdict(run.data), pixel_norm=run.pixel_norm)
     train = plan.fit_memory(run.train_config(seed), run.model_config(), data["values"].shape[1], "finetune", profile,
                             padded=plan.is_padded(data))
+    # the evaluation reads the weights: small enough to be kept with a committed paper run (romae.trainings)
     return fit_cached("pendulum_model", RoMAEForPrediction, run.model_config(), data, train,
-                      key, seed=seed, cache_dir=cache_dir, refresh=refresh, checkpoints=checkpoints)
+                      key, seed=seed, cache_dir=cache_dir, refresh=refresh, checkpoints=checkpoints, need_weights=True)
 
 
 def paper_trainings() -> list[plan.Training]:

@@ -38,7 +38,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import torch
 
-from .. import plan, report, runtime
+from .. import plan, report, runtime, terminal
 from ..cache import cached
 from ..config import EncoderConfig, RoMAEConfig, TrainConfig, check_profile
 from ..data.position import position_grid, position_samples, uniform_variance
@@ -219,6 +219,31 @@ def _train(model_cfg: RoMAEConfig, train_cfg: TrainConfig, train: dict, test: di
     return res, time.perf_counter() - t0
 
 
+def _kept(name: str, label: str, key: dict, compute, cache_dir, refresh: bool, planned: float | None) -> dict:
+    """`cached(name, key, compute)` as a training: kept in the committed record of a paper run (`romae.trainings`),
+    and told in the terminal as `label` (trained, with the plan's seconds, or already done)."""
+    computed = []
+
+    def train():
+        computed.append(True)
+        with terminal.named(label, planned):
+            return compute()
+
+    result = cached(name, key, train, cache_dir=cache_dir, refresh=refresh, keep=True, planned=planned)
+    if not computed:
+        terminal.cached(label, planned)
+    return result
+
+
+def _planned(model_cfg: RoMAEConfig, train_cfg: TrainConfig, n_tokens: int, samples: int) -> float | None:
+    """The plan's seconds for a run that is kept in the committed record of trainings (else not needed: None)."""
+    from .. import trainings
+
+    if trainings.open_folder() is None or runtime.dry_run():
+        return None
+    return plan.training_seconds("finetune", model_cfg, train_cfg, n_tokens=n_tokens, samples=samples)
+
+
 def _key(model_cfg: RoMAEConfig, train_cfg: TrainConfig, **data) -> dict:
     key = dict(model=model_cfg.to_dict(), train=train_cfg.to_dict(), data=data)
     key["train"].pop("progress")  # the progress bar does not change the result
@@ -240,8 +265,9 @@ def train_table1_run(cfg: Table1Config, run: SizeRun, use_cls: bool, seed: int, 
         return dict(mse=float(mse.mean()), per_sample_mse=mse.numpy(), history=res.history, steps=res.steps,
                     seconds=seconds)
 
-    return cached("position_table1", _key(model_cfg, train_cfg, **data), compute, cache_dir=cache_dir,
-                  refresh=refresh)
+    return _kept("position_table1", f"table1 {run.size}, {'with' if use_cls else 'no'} [CLS], seed {seed}",
+                 _key(model_cfg, train_cfg, **data), compute, cache_dir, refresh,
+                 _planned(model_cfg, train_cfg, cfg.n_tokens, run.n_train))
 
 
 def train_fig2_run(cfg: Fig2Config, low: float, high: float, lr: float, seed: int, cache_dir=None,
@@ -263,8 +289,8 @@ def train_fig2_run(cfg: Fig2Config, low: float, high: float, lr: float, seed: in
         return dict(positions=positions.numpy(), pred=pred.numpy(), abs_error=(pred - positions).abs().numpy(),
                     test_mse=float(test_mse), history=res.history, steps=res.steps, seconds=seconds)
 
-    return cached("position_fig2", _key(model_cfg, train_cfg, **data), compute, cache_dir=cache_dir,
-                  refresh=refresh)
+    return _kept("position_fig2", f"fig2 U({low:g}, {high:g}), lr {lr:g}, seed {seed}", _key(model_cfg, train_cfg, **data),
+                 compute, cache_dir, refresh, _planned(model_cfg, train_cfg, 1, cfg.n_train))
 
 
 # ----------------------------------------------------------------------------- the experiment

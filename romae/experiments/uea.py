@@ -564,6 +564,14 @@ def run_dataset(name: str, cfg: UEARun, profile: str, root=None, cache_dir=None,
         log(f"    on this device, {device_label()}: " + ", ".join(f"{k} {v * 1000:.0f} ms/step" for k, v in per.items())
             + f" -> about {cost.minutes(here)} (if nothing is cached)")
     train, test = data["train"], data["test"]
+    counts = train.tensors["labels"].bincount()
+    for k in cfg.label_budgets:  # a budget at or over a class's size labels all of it: say so
+        whole = [str(data["classes"][c]) for c in range(len(counts)) if 0 < counts[c] <= k]
+        if whole:
+            log(f"    {k} labelled per class: {', '.join(whole)} ha{'s' if len(whole) == 1 else 've'} no more than {k} "
+                "training series, so all of "
+                + ("it is" if len(whole) == 1 else "them are") + " labelled"
+                + (" (the label-scarce pair equals the full one)" if len(whole) == len(data["classes"]) else ""))
     base = baseline_scores(data, cfg)
     log("    baselines on the same test series: " + ", ".join(
         f"{m}{'' if k == 'all labels' else f' ({k})'} {g.accuracy.mean():.4f}"

@@ -1,0 +1,197 @@
+"""The committed record of finished trainings (romae.trainings): a paper run interrupted at any point and
+resumed on a fresh clone (an empty results cache, no checkpoints, only what was committed) trains only what is
+missing and reports what an uninterrupted run reports; weights are kept only when small; an entry of old code
+is stale; `make reproduce` opens the record for the paper profile only."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from romae import RoMAEConfig, TrainConfig, size, trainings
+from romae import train as T
+from romae.cache import cached
+from romae.recipe import pretrain_finetune
+from romae.train import ArrayDataset
+
+TOKEN_DIM = 3
+SEEDS = (0, 1)
+
+
+def _model() -> RoMAEConfig:
+    enc = size("tiny-shallow", d_model=12, n_heads=2, d_ff=24)
+    return RoMAEConfig(token_dim=TOKEN_DIM, n_axes=1, encoder=enc, decoder=enc)
+
+
+def _data(n: int, seed: int) -> ArrayDataset:
+    g = torch.Generator().manual_seed(seed)
+    return ArrayDataset(values=torch.randn(n, 6, TOKEN_DIM, generator=g),
+                        positions=torch.rand(n, 1, 6, generator=g) * 10, labels=torch.randint(0, 2, (n,), generator=g))
+
+
+def _tc() -> TrainConfig:
+    return TrainConfig(epochs=2, batch_size=4, lr=1e-2, warmup_steps=0, log_every=1, progress=False)
+
+
+def _paper_run(cache_dir) -> dict:
+    """A tiny 'paper run': per seed a pre-training, its fine-tuning and one from scratch (6 trainings)."""
+    train, test = _data(12, 0), _data(8, 1)
+    out = {}
+    for seed in SEEDS:
+        for variant, pre in (("pre-trained", _tc()), ("scratch", None)):
+            res = pretrain_finetune("tiny", train, test, _model(), finetune=_tc(), pretrain=pre, n_outputs=2, seed=seed,
+                                    key={"data": "tiny"}, cache_dir=cache_dir)
+            out[(seed, variant)] = (res["metrics"], res["outputs"])
+    return out
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """fit, counted; `stop_after`: the call that raises KeyboardInterrupt (an interrupted run)."""
+    calls = {"n": 0, "stop_after": None}
+    real = T.fit
+
+    def fit(*a, **kw):
+        calls["n"] += 1
+        if calls["stop_after"] is not None and calls["n"] > calls["stop_after"]:
+            raise KeyboardInterrupt("interrupted by the test")
+        return real(*a, **kw)
+
+    monkeypatch.setattr(T, "fit", fit)
+    return calls
+
+
+@pytest.mark.parametrize("weights_kept", [True, False])
+@pytest.mark.parametrize("stop_after", [1, 4])
+def test_an_interrupted_paper_run_resumed_on_a_fresh_clone_trains_only_what_is_missing(
+        tmp_path, monkeypatch, counted, weights_kept, stop_after):
+    monkeypatch.setattr(trainings, "DEFAULT", tmp_path / "repo-record")  # the repository's own record: empty
+    reference = _paper_run(tmp_path / "reference-cache")  # uninterrupted, no record open
+    assert counted["n"] == 6
+    record = tmp_path / "reports" / "trainings"
+    monkeypatch.setenv(trainings.ENV, str(record))
+    if not weights_kept:
+        monkeypatch.setattr(trainings, "WEIGHTS_LIMIT", 0)  # as for UEA's 20 MB models: no weights committed
+    counted.update(n=0, stop_after=stop_after)
+    with pytest.raises(KeyboardInterrupt):
+        _paper_run(tmp_path / "machine-1")  # the first piece: stops inside training number stop_after + 1
+    done = len(list(record.glob("tiny_*pretrain*.json"))) + len(list(record.glob("tiny_*finetune*.json")))
+    assert done == stop_after
+    # a fresh clone: nothing of machine 1 but the committed record
+    counted.update(n=0, stop_after=None)
+    resumed = _paper_run(tmp_path / "machine-2")
+    # what was missing: the trainings after the interruption, and, where weights are not committed, a finished
+    # pre-training whose fine-tuning had not finished (seed 0's, when stopped after 1; seed 1's when after 4)
+    retrained = 0 if weights_kept else 1
+    assert counted["n"] == 6 - stop_after + retrained
+    for k, (metrics, outputs) in reference.items():
+        assert resumed[k][0] == metrics and torch.equal(resumed[k][1], outputs), k  # the same numbers
+    # a third machine: everything is in the record, nothing trains, not even without weights
+    counted["n"] = 0
+    again = _paper_run(tmp_path / "machine-3")
+    assert counted["n"] == 0
+    assert {k: v[0] for k, v in again.items()} == {k: v[0] for k, v in reference.items()}
+
+
+def test_kept_entries_say_what_ran_and_weights_only_when_small(tmp_path, monkeypatch):
+    monkeypatch.setenv(trainings.ENV, str(tmp_path / "rec"))
+    big = {"state_dict": {"w": torch.zeros(trainings.WEIGHTS_LIMIT // 4 + 1)}, "history": [{"step": 1, "loss": 0.5}],
+           "steps": 1}
+    small = {"state_dict": {"w": torch.zeros(4)}, "steps": 1}
+    cached("big", {"a": 1}, lambda: big, cache_dir=tmp_path / "c", keep=True, planned=10.0)
+    cached("small", {"a": 1}, lambda: small, cache_dir=tmp_path / "c", keep=True)
+    cached("not_a_training", {"a": 1}, lambda: small, cache_dir=tmp_path / "c")  # keep=False: never recorded
+    metas = {m["key"].split("-")[0]: m for m in trainings.entries(tmp_path / "rec")}
+    assert set(metas) == {"big", "small"}
+    assert metas["big"]["dropped"] == ["state_dict"] and metas["small"]["dropped"] == []
+    facts = metas["big"]["facts"]
+    assert facts["wall_seconds"] >= 0 and facts["peak_host_mb"] > 0 and metas["big"]["planned_seconds"] == 10.0
+    assert metas["big"]["summary"] == {"steps": 1} and metas["big"]["device"].startswith("cpu")
+    assert metas["big"]["bytes"] < trainings.WEIGHTS_LIMIT
+    # the big one is found, without weights, unless weights are required
+    key = metas["big"]["key"]
+    assert trainings.load(key)[0] and "state_dict" not in trainings.load(key)[1]
+    assert trainings.load(key, require=("state_dict",)) == (False, None)
+    assert torch.equal(trainings.load(metas["small"]["key"], require=("state_dict",))[1]["state_dict"]["w"],
+                       torch.zeros(4))
+
+
+def test_an_entry_of_other_code_is_stale(tmp_path, monkeypatch):
+    monkeypatch.setenv(trainings.ENV, str(tmp_path / "rec"))
+    cached("run", {"a": 1}, lambda: {"steps": 1}, cache_dir=tmp_path / "c", keep=True)
+    twin = next((tmp_path / "rec").glob("*.json"))
+    t = trainings.table(tmp_path / "rec")
+    assert list(t.state) == ["current"], t
+    meta = json.loads(twin.read_text())
+    twin.write_text(json.dumps(dict(meta, code="0" * 64)))  # as if a module it hashes had changed since
+    assert trainings.table(tmp_path / "rec").state.iloc[0] == "stale: code changed"
+    twin.write_text(json.dumps(dict(meta, modules=["no_such_module.py"])))
+    assert trainings.table(tmp_path / "rec").state.iloc[0].startswith("stale: no_such_module.py")
+    g = trainings.grouped(trainings.table(tmp_path / "rec"))
+    assert g.loc[0, "trainings"] == 1 and g.loc[0, "stale"] == 1
+
+
+def test_no_record_is_written_unless_one_is_open(tmp_path, monkeypatch):
+    monkeypatch.delenv(trainings.ENV, raising=False)
+    monkeypatch.setattr(trainings, "DEFAULT", tmp_path / "repo-record")
+    cached("run", {"a": 1}, lambda: {"steps": 1}, cache_dir=tmp_path / "c", keep=True)
+    assert not (tmp_path / "repo-record").exists()
+
+
+def test_the_paper_profile_opens_the_record_and_others_do_not(tmp_path, monkeypatch):
+    """The kernel of a paper run sees $ROMAE_TRAININGS = <reports>/trainings; a quick run's does not."""
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    from romae import reproduce
+
+    nbs = tmp_path / "notebooks"
+    nbs.mkdir()
+    nb = new_notebook(cells=[new_code_cell('profile: str = "smoke"\nreports_dir: str = ""',
+                                           metadata={"tags": ["parameters"]}),
+                             new_code_cell("import os\nfrom pathlib import Path\n"
+                                           "Path(reports_dir, 'seen.txt').write_text(os.environ.get('ROMAE_TRAININGS', '-'))")])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, nbs / "01_env.ipynb")
+    monkeypatch.delenv(trainings.ENV, raising=False)
+    for profile in ("paper", "quick"):
+        reports = tmp_path / profile
+        assert reproduce.main(["--profile", profile, "--device", "cpu", "--notebooks", str(nbs),
+                               "--reports", str(reports)]) == 0
+        seen = next(reports.rglob("seen.txt")).read_text()
+        # published files show the reports folder as [reports] (reproduce.redactor)
+        assert seen == ("[reports]/trainings" if profile == "paper" else "-")
+    assert trainings.ENV not in __import__("os").environ  # put back for the rest of this process
+
+
+def test_a_paper_run_sets_the_quick_run_it_replaces_aside(tmp_path):
+    """Paper leads the front page; the quick run it replaces stays reachable in reports/quick/ (files and page)."""
+    from romae import reproduce
+
+    reports, stage = tmp_path / "reports", tmp_path / "stage"
+    for root, profile, text in ((reports, "quick", "quick"), (stage, "paper", "paper")):
+        for rel in ("executed/14_x.ipynb", "figures/fig_x.png", "tables/t.csv"):
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_text(text)
+        (root / "provenance").mkdir(parents=True, exist_ok=True)
+        (root / "provenance" / "14_x.json").write_text(json.dumps({"profile": profile}))
+    (reports / "figures" / "other.png").write_text("another notebook's")
+    (reports / "html").mkdir()
+    (reports / "html" / "14_x.html").write_text("quick page")
+    reproduce.publish(stage, reports, "14_x", "paper")
+    for rel in ("executed/14_x.ipynb", "figures/fig_x.png", "tables/t.csv"):
+        assert (reports / rel).read_text() == "paper" and (reports / "quick" / rel).read_text() == "quick", rel
+    assert json.loads((reports / "quick" / "provenance" / "14_x.json").read_text())["profile"] == "quick"
+    assert (reports / "quick" / "14_x.html").read_text() == "quick page" and not (reports / "html" / "14_x.html").exists()
+    assert (reports / "figures" / "other.png").read_text() == "another notebook's"
+    # a second paper run replaces the paper run; the quick one set aside stays as it was
+    stage.mkdir(exist_ok=True)
+    (stage / "executed").mkdir(exist_ok=True)
+    (stage / "executed" / "14_x.ipynb").write_text("paper 2")
+    (stage / "provenance").mkdir(exist_ok=True)
+    (stage / "provenance" / "14_x.json").write_text(json.dumps({"profile": "paper"}))
+    reproduce.publish(stage, reports, "14_x", "paper")
+    assert (reports / "executed" / "14_x.ipynb").read_text() == "paper 2"
+    assert (reports / "quick" / "executed" / "14_x.ipynb").read_text() == "quick"
