@@ -371,8 +371,9 @@ def training_seconds(stage: str, model_cfg: RoMAEConfig, train_cfg: TrainConfig,
     """The plan's seconds for one training of `model_cfg` with `train_cfg` on `data` (or on `samples` samples of
     `n_tokens` tokens): its steps x the modelled step time on `device` (default: `planned_device()`, the reference
     CPU without a GPU); None where not modelled. What `romae.trainings` records beside the measured wall time."""
-    if data is not None:
-        t = Training("", stage, model_cfg, train_cfg, tokens_of(data), len(data), padded=is_padded(data),
+    if data is not None:  # a dataset, or a dict of tensors (its samples: the length of its values)
+        n = len(data["values"]) if isinstance(data, dict) else len(data)
+        t = Training("", stage, model_cfg, train_cfg, tokens_of(data), n, padded=is_padded(data),
                      hidden=hidden_of(data) if stage == "pretrain" else None)
     elif n_tokens is not None and samples is not None:
         t = Training("", stage, model_cfg, train_cfg, n_tokens, samples)
@@ -659,8 +660,9 @@ def show(notebook: str, profile: str, gpus: int = 1) -> None:
     runs = sum(r["runs"] for r in p["rows"])
     hours = p["totals"].get(notebook, {}).get("fp32")
     terminal.expect(runs, planned=None if hours is None else hours * 3600)
+    where = "on this device" if name else "on the reference CPU (romae.cost; this one may be slower)"
     terminal.say(f"plan (paper profile, {name or 'this CPU'}): {len(p['rows'])} trainings x their seeds = {runs} runs, "
-                 + (f"about {_hours(hours)} h in FP32 on this device" if hours is not None else "FP32 does not fit"))
+                 + (f"about {_hours(hours)} h in FP32 {where}" if hours is not None else "FP32 does not fit"))
 
 
 README_BEGIN, README_END = "<!-- plan:begin -->", "<!-- plan:end -->"

@@ -195,3 +195,15 @@ def test_a_paper_run_sets_the_quick_run_it_replaces_aside(tmp_path):
     reproduce.publish(stage, reports, "14_x", "paper")
     assert (reports / "executed" / "14_x.ipynb").read_text() == "paper 2"
     assert (reports / "quick" / "executed" / "14_x.ipynb").read_text() == "quick"
+
+
+def test_the_plan_estimate_counts_samples_of_a_dict_of_tensors_as_of_a_dataset():
+    from romae import plan
+
+    ds = _data(40, 0)
+    cfg, tc = _model(), _tc()
+    as_dataset = plan.training_seconds("pretrain", cfg, tc, ds, device="cpu")
+    assert plan.training_seconds("pretrain", cfg, tc, dict(ds.tensors), device="cpu") == as_dataset
+    assert plan.training_seconds("pretrain", cfg, tc, n_tokens=6, samples=40, device="cpu") == as_dataset
+    t = plan.Training("", "pretrain", cfg, tc, 6, 40)
+    assert t.steps == 2 * 10 and as_dataset == pytest.approx(t.steps * plan.step_seconds(t, "cpu", "fp32", 1))
