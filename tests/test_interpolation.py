@@ -126,6 +126,26 @@ def test_smoke_experiment_writes_reports(tmp_path, monkeypatch):
     learned = results.set_index(["setting", "metric"]).learned
     assert not json.loads(learned["Synthetic, 3-10 observed", "mse_noisy"])["ok"]  # one epoch: not learned
     assert json.loads(learned["Spiral", "rmse_clean"])["predictor"] == I.TRIVIAL["spiral"]
+    # the Spiral diagnostics: every reading of the model's error, the predictors without training, the paper's
+    diag = I.spiral_diagnostics(res).set_index("predictor").rmse
+    assert len(diag) == len(I.SPIRAL_READINGS) + 6 and np.isfinite(diag).all()
+    assert diag[I.SPIRAL_READINGS["rmse_clean_per_coordinate"]] == pytest.approx(
+        diag[I.SPIRAL_READINGS["rmse_clean"]] / np.sqrt(2))
+
+
+def test_the_spiral_oracle_knows_the_generator_and_sets_a_floor():
+    """Least squares in the generator's own family: exact from clean points; from noisy ones well under the noise
+    and under linear interpolation (the floor the notebook puts beside the paper's 0.0183)."""
+    d = S.spirals("test", trial=0)
+    hidden = ~d["observed"]
+    assert S.rmse(S.oracle(d["clean"], d["observed"]), d["clean"], hidden) < 1e-4
+    floor = S.rmse(S.oracle(d["values"], d["observed"]), d["clean"], hidden)
+    noise = S.rmse(d["values"], d["clean"], hidden)
+    assert floor < noise / 3 and floor < S.rmse(S.linear_interpolation(d["t"], d["values"], d["observed"]),
+                                                d["clean"], hidden)
+    t = S.time_grid()
+    lin = S.linear_interpolation(t, d["clean"], np.ones_like(d["observed"]))
+    assert np.allclose(lin, d["clean"], atol=1e-6)  # every point observed: the data itself
 
 
 def test_quick_rows_are_reduced_from_their_facts():

@@ -105,3 +105,51 @@ def rmse(pred: np.ndarray, target: np.ndarray, hidden: np.ndarray) -> float:
     squared error). pred, target [n, P, 2]; hidden [n, P] bool."""
     err = ((pred - target) ** 2).sum(-1)
     return float(np.sqrt(err[hidden].mean()))
+
+
+def _design(t: np.ndarray, clockwise: bool, cfg: SpiralConfig) -> tuple[np.ndarray, np.ndarray]:
+    """(x, y) of a spiral at the grid's first points are linear in (a, b): coefficients [P, 2, 2] and offset
+    [P, 2] with (x, y) = coef @ (a, b) + offset, for one direction (`clean_spirals`' formulas)."""
+    full = np.linspace(0.0, 6 * np.pi, cfg.n_grid)
+    if not clockwise:
+        c, s_ = np.cos(full), np.sin(full)
+        coef = np.stack([np.stack([c, full * c], -1), np.stack([s_, full * s_], -1)], 1)  # [G, 2, 2]
+        offset = np.stack([np.full_like(full, 5.0), np.zeros_like(full)], -1)
+    else:
+        z = 6 * np.pi + 1 - full
+        c, s_ = np.cos(z), np.sin(z)
+        coef = np.stack([np.stack([c, 50 * c / z], -1), np.stack([s_, 50 * s_ / z], -1)], 1)
+        offset = np.stack([np.full_like(full, -5.0), np.zeros_like(full)], -1)
+        coef, offset = coef[::-1], offset[::-1]  # reversed in time
+    return coef[: cfg.n_points], offset[: cfg.n_points]
+
+
+def oracle(values: np.ndarray, observed: np.ndarray, cfg: SpiralConfig = SpiralConfig()) -> np.ndarray:
+    """The best a model could do that knows how the spirals are made: per spiral, the least-squares (a, b) of
+    each direction from its observed noisy points (the curve is linear in a and b), the direction that fits
+    better, and that curve at every point -> [n, P, 2]. A noise floor for the interpolation error."""
+    out = np.empty(values.shape, dtype=np.float64)
+    designs = [_design(None, cw, cfg) for cw in (False, True)]
+    for i in range(len(values)):
+        obs = observed[i]
+        best = None
+        for coef, offset in designs:
+            A = coef[obs].reshape(-1, 2)  # [2 * n_obs, 2]
+            y = (values[i][obs] - offset[obs]).reshape(-1)
+            ab, *_ = np.linalg.lstsq(A, y, rcond=None)
+            resid = float(((A @ ab - y) ** 2).sum())
+            if best is None or resid < best[0]:
+                best = (resid, coef @ ab + offset)
+        out[i] = best[1]
+    return out
+
+
+def linear_interpolation(t: np.ndarray, values: np.ndarray, observed: np.ndarray) -> np.ndarray:
+    """Each coordinate linearly interpolated between a spiral's observed points (held at the ends) -> [n, P, 2]."""
+    out = np.empty(values.shape, dtype=np.float64)
+    for i in range(len(values)):
+        obs = observed[i]
+        for j in range(values.shape[-1]):
+            out[i, :, j] = np.interp(t, t[obs], values[i, obs, j])
+    return out
+
