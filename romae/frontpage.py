@@ -194,10 +194,12 @@ def _scale_of(rows: pd.DataFrame, results: pd.DataFrame) -> str:
                       & (results.metric == r.metric) & (results.profile == r.profile)]
         cell = raw.scale.iloc[0] if len(raw) else None
         quals = qualifiers(cell, r.profile)
+        # at the paper's scale on a CPU: only the device differs (the paper trained on GPUs), said so
+        cpu = ", CPU" if len(raw) and str(raw.device.iloc[0]).lower().startswith("cpu") else ""
         if not quals:
-            text = "paper scale"
+            text = "paper scale" + cpu
         elif quals == ["fewer seeds"]:
-            text = f"paper scale, fewer seeds ({_pair(cell, 'seeds')})"
+            text = f"paper scale, fewer seeds ({_pair(cell, 'seeds')}){cpu}"
         else:
             text = ", ".join(x for x in (_fraction(cell), ", ".join(quals)) if x)
         out.append(text)

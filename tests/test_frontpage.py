@@ -17,7 +17,7 @@ def verdict(tmp_path, claim: str) -> pd.Series:
 
 def tiny(tmp_path, ours=0.06, **kw):
     record("table1_position_reconstruction", "tiny, with [CLS]", "mse", ours, profile="quick", reports_dir=tmp_path,
-           **{"scale": FULL, "learned": LEARNED, **kw})
+           **{"scale": FULL, "learned": LEARNED, "device": "NVIDIA H100 80GB HBM3", **kw})
 
 
 def test_every_claim_has_a_line_and_a_known_verdict(tmp_path):
@@ -48,6 +48,9 @@ def test_claim_verdict_follows_the_rows(tmp_path):
     tiny(tmp_path, scale=scale(data=(20000, 20000), epochs=(10, 10), seeds=(1, 5)))
     row = verdict(tmp_path, "2")
     assert row.verdict == "confirmed" and row.scale == "paper scale, fewer seeds (1 / 5)"
+    # the same at the paper's scale on a CPU: only the device differs from the paper's, and the scale says so
+    tiny(tmp_path, device="cpu (AMD EPYC, 2 threads)")
+    assert verdict(tmp_path, "2").scale == "paper scale, CPU"
 
 
 def test_speed_on_another_device_is_not_comparable(tmp_path):
