@@ -1,6 +1,6 @@
 """`make gpu-check`: everything a GPU should be asked, in one command, into reports/gpu/ with the device named.
 
-    python -m romae.gpucheck [--out reports/gpu] [--budget-minutes 20]
+    python -m romae.gpucheck [--out reports/gpu] [--budget-minutes 20] [--skip "dry run"]
 
 1. the CUDA tests (tests/test_cuda_fit.py: fit in FP32 and BF16 with and without padding, micro-batches,
    the deferred non-finite checks, the fused attention with padding, the ways batches reach the GPU; the
@@ -11,7 +11,8 @@
    peak memory and step time beside the plan's -> promise.md / promise.json; fails where the peak exceeds
    the plan or the time is more than 2x off;
 4. the paper profile's dry run on CUDA (`romae.reproduce --profile paper --max-steps 2 --device cuda`).
-Each step runs under what is left of the time budget; `gpu-check.json` and `README.md` in the output folder
+Each step runs under what is left of the time budget (step 3 takes at most half of it, so step 4 is reached);
+`--skip` names steps left out (a part of their title; recorded as skipped); `gpu-check.json` and `README.md` in the output folder
 say what ran, for how long, and how it ended. Without a GPU it says so and exits 0.
 """
 
@@ -32,7 +33,10 @@ from . import runtime
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def steps(out: Path) -> list[tuple[str, list[str]]]:
+PROMISE_MINUTES = 8.0  # the most step 3 may take
+
+
+def steps(out: Path, promise_minutes: float = PROMISE_MINUTES) -> list[tuple[str, list[str]]]:
     py = sys.executable
     multi = ["tests/test_processes.py"] if torch.cuda.device_count() > 1 else []
     return [
@@ -44,7 +48,8 @@ def steps(out: Path) -> list[tuple[str, list[str]]]:
                            "--out", str(out / "roofline_cuda.json")]),
         ("roofline BF16", [py, "-m", "romae.bench", "roofline", "--workload", "all", "--device", "cuda",
                            "--dtype", "bfloat16", "--out", str(out / "roofline_cuda_bf16.json")]),
-        ("plan against measurement", [py, "-m", "romae.promise", "--device", "cuda", "--budget-minutes", "8",
+        ("plan against measurement", [py, "-m", "romae.promise", "--device", "cuda", "--budget-minutes",
+                                      f"{promise_minutes:.2f}",
                                       "--out", str(out)]),
         ("paper dry run on CUDA", [py, "-m", "romae.reproduce", "--profile", "paper", "--max-steps", "2",
                                    "--device", "cuda", "--reports", str(out / "dry-run")]),
@@ -55,7 +60,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m romae.gpucheck", description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=str(ROOT / "reports" / "gpu"), help="output folder (default reports/gpu)")
     ap.add_argument("--budget-minutes", type=float, default=20.0, help="device time for all steps (default 20)")
+    ap.add_argument("--skip", action="append", default=[], metavar="TITLE",
+                    help="leave out the steps whose title contains this (case-insensitive; repeatable), e.g. 'dry run'")
     args = ap.parse_args(argv)
+    titles = [t for t, _ in steps(Path(args.out))]
+    unknown = [k for k in args.skip if not any(k.lower() in t.lower() for t in titles)]
+    if unknown:  # a typo: said at once, before any device time is spent
+        ap.error(f"--skip {unknown[0]!r} names no step; the steps: {', '.join(titles)}")
     name = runtime.accelerator_name()
     if name is None or not torch.cuda.is_available():
         print(f"gpu-check: no CUDA GPU here ({runtime.stack_label()}): nothing to check. Run `make gpu-check` "
@@ -69,8 +80,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"gpu-check on {name} ({device['memory_gib']} GiB, {runtime.stack_label()}) -> {out}", flush=True)
     deadline = time.monotonic() + 60 * args.budget_minutes
     results = []
-    for title, cmd in steps(out):
+    for title, cmd in steps(out, min(PROMISE_MINUTES, args.budget_minutes / 2)):
         left = deadline - time.monotonic()
+        if any(k.lower() in title.lower() for k in args.skip):
+            results.append({"step": title, "status": "not run: skipped (--skip)", "seconds": 0})
+            continue
         if left < 30:
             results.append({"step": title, "status": "not run: out of time", "seconds": 0})
             continue

@@ -112,3 +112,13 @@ def test_gpu_check_without_a_gpu_says_so_and_exits_0(tmp_path, capsys):
     assert "no CUDA GPU here" in capsys.readouterr().out and not (tmp_path / "gpu").exists()
     titles = [t for t, _ in gpucheck.steps(tmp_path)]
     assert titles[0] == "CUDA tests" and "paper dry run on CUDA" in titles
+
+
+def test_gpu_check_refuses_a_skip_that_names_no_step_and_caps_the_plan_check(tmp_path, capsys):
+    from romae import gpucheck
+
+    with pytest.raises(SystemExit):
+        gpucheck.main(["--out", str(tmp_path / "gpu"), "--skip", "dry rn"])
+    assert "'dry rn' names no step" in capsys.readouterr().err
+    promise = dict(gpucheck.steps(tmp_path, 1.5))["plan against measurement"]
+    assert promise[promise.index("--budget-minutes") + 1] == "1.50"
