@@ -11,7 +11,8 @@
    peak memory and step time beside the plan's -> promise.md / promise.json; fails where the peak exceeds
    the plan or the time is more than 2x off;
 4. the paper profile's dry run on CUDA (`romae.reproduce --profile paper --max-steps 2 --device cuda`).
-Each step runs under what is left of the time budget (step 3 takes at most half of it, so step 4 is reached);
+Each step runs under what is left of the time budget (step 3 takes at most half of what is left, so that step 4
+is reached; it writes each row as it is measured, so a step stopped at the budget keeps what it measured);
 `--skip` names steps left out (a part of their title; recorded as skipped); `gpu-check.json` and `README.md` in the output folder
 say what ran, for how long, and how it ended. Without a GPU it says so and exits 0.
 """
@@ -33,7 +34,7 @@ from . import runtime
 ROOT = Path(__file__).resolve().parents[1]
 
 
-PROMISE_MINUTES = 8.0  # the most step 3 may take
+PROMISE, PROMISE_MINUTES = "plan against measurement", 8.0  # step 3: at most this long, and half of what is left
 
 
 def steps(out: Path, promise_minutes: float = PROMISE_MINUTES) -> list[tuple[str, list[str]]]:
@@ -48,9 +49,8 @@ def steps(out: Path, promise_minutes: float = PROMISE_MINUTES) -> list[tuple[str
                            "--out", str(out / "roofline_cuda.json")]),
         ("roofline BF16", [py, "-m", "romae.bench", "roofline", "--workload", "all", "--device", "cuda",
                            "--dtype", "bfloat16", "--out", str(out / "roofline_cuda_bf16.json")]),
-        ("plan against measurement", [py, "-m", "romae.promise", "--device", "cuda", "--budget-minutes",
-                                      f"{promise_minutes:.2f}",
-                                      "--out", str(out)]),
+        (PROMISE, [py, "-m", "romae.promise", "--device", "cuda", "--budget-minutes", f"{promise_minutes:.2f}",
+                   "--out", str(out)]),
         ("paper dry run on CUDA", [py, "-m", "romae.reproduce", "--profile", "paper", "--max-steps", "2",
                                    "--device", "cuda", "--reports", str(out / "dry-run")]),
     ]
@@ -80,8 +80,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"gpu-check on {name} ({device['memory_gib']} GiB, {runtime.stack_label()}) -> {out}", flush=True)
     deadline = time.monotonic() + 60 * args.budget_minutes
     results = []
-    for title, cmd in steps(out, min(PROMISE_MINUTES, args.budget_minutes / 2)):
+    for title, cmd in steps(out):
         left = deadline - time.monotonic()
+        if title == PROMISE:  # half of what is left, so that the dry run after it is reached
+            cmd = dict(steps(out, min(PROMISE_MINUTES, left / 120)))[title]
         if any(k.lower() in title.lower() for k in args.skip):
             results.append({"step": title, "status": "not run: skipped (--skip)", "seconds": 0})
             continue

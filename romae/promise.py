@@ -106,13 +106,20 @@ def measure_one(t: plan.Training, precision: str, device: str, memory_gib: float
                 status="; ".join(problems) or "ok")
 
 
-def measure(device: str = "this", notebooks=None, budget_minutes: float = 15.0, steps: int = 3) -> dict:
-    """Every paper training of `notebooks` (default all) within the budget -> {settings, rows, sampled}."""
+def measure(device: str = "this", notebooks=None, budget_minutes: float = 15.0, steps: int = 3,
+            on_row=None) -> dict:
+    """Every paper training of `notebooks` (default all) within the budget -> {settings, rows, sampled}.
+    `on_row(result so far)` after each row (the rest listed as not measured yet), so that a run stopped from
+    outside loses nothing it measured."""
     on_gpu = device == "cuda"
     if on_gpu and not torch.cuda.is_available():
         raise RuntimeError("--device cuda: torch sees no CUDA GPU here; use --device this for the CPU twin")
     memory_gib = plan.device_memory_gib() if on_gpu else None
     precisions = ("fp32", "bf16") if on_gpu else ("fp32",)
+    settings = dict(device=runtime.accelerator_name() if on_gpu else f"cpu ({runtime.stack_label()})",
+                    planned=plan.planned_device() if on_gpu else "cpu (reference CPU time model)",
+                    memory_gib=memory_gib, steps=steps, budget_minutes=budget_minutes,
+                    cpu_micro=None if on_gpu else CPU_MICRO, torch=torch.__version__)
     deadline = time.monotonic() + 60 * budget_minutes
     rows, left = [], []
     for nb, t in _order(notebooks or list(plan.NOTEBOOKS)):
@@ -123,16 +130,23 @@ def measure(device: str = "this", notebooks=None, budget_minutes: float = 15.0, 
             print(f"  {nb} {t.name} ({p}) ...", end=" ", flush=True)
             try:
                 row = measure_one(t, p, device, memory_gib, steps)
-            except torch.cuda.OutOfMemoryError as e:
-                row = dict(training=t.name, stage=t.stage, precision=p, status=f"out of memory: {str(e)[:80]}")
+            except torch.cuda.OutOfMemoryError as e:  # its first sentence: how much it asked for, the card, what was free
+                row = dict(training=t.name, stage=t.stage, precision=p,
+                           status="out of memory: " + " ".join(str(e).split(". Of the allocated")[0].split()))
+            if on_gpu:  # each row starts from an empty cache
                 torch.cuda.empty_cache()
             rows.append(dict(notebook=nb, **row))
             print(row["status"], flush=True)
-    settings = dict(device=runtime.accelerator_name() if on_gpu else f"cpu ({runtime.stack_label()})",
-                    planned=plan.planned_device() if on_gpu else "cpu (reference CPU time model)",
-                    memory_gib=memory_gib, steps=steps, budget_minutes=budget_minutes,
-                    cpu_micro=None if on_gpu else CPU_MICRO, torch=torch.__version__)
+            if on_row is not None:
+                on_row(dict(settings=settings, rows=rows, sampled=left + _after(nb, t, p, notebooks, precisions)))
     return dict(settings=settings, rows=rows, sampled=left)
+
+
+def _after(nb: str, t, p: str, notebooks, precisions) -> list[str]:
+    """The trainings (and precisions) the round robin has not reached after (nb, t, p): 'not measured yet'."""
+    order = [(n, tr, q) for n, tr in _order(notebooks or list(plan.NOTEBOOKS)) for q in precisions]
+    i = next(i for i, (n, tr, q) in enumerate(order) if n == nb and tr.name == t.name and q == p)
+    return [f"{n} {tr.name} ({q})" for n, tr, q in order[i + 1:]]
 
 
 def _num(x, fmt: str) -> str:
@@ -186,13 +200,17 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     notebooks = [n.strip().zfill(2) for n in args.only.split(",")] if args.only else None
     t0 = time.monotonic()
-    result = measure(args.device, notebooks, args.budget_minutes, args.steps)
+
+    def write(result):  # after each row too: a run stopped from outside keeps what it measured
+        if args.out:
+            out = Path(args.out)
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "promise.json").write_text(json.dumps(result, indent=1, default=str) + "\n")
+            (out / "promise.md").write_text(table(result))
+
+    result = measure(args.device, notebooks, args.budget_minutes, args.steps, on_row=write)
     print(table(result))
-    if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "promise.json").write_text(json.dumps(result, indent=1, default=str) + "\n")
-        (out / "promise.md").write_text(table(result))
+    write(result)
     if args.readme:
         command = "python -m romae.promise --device " + args.device + (f" --only {args.only}" if args.only else "") \
             + f" --budget-minutes {args.budget_minutes:g} --readme {args.readme}"

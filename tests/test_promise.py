@@ -46,3 +46,23 @@ def test_the_round_robin_samples_every_notebook_first():
     order = promise._order(["12", "14"])
     assert [nb for nb, _ in order[:2]] == ["12", "14"]
     assert len(order) == len(plan.trainings("12")) + len(plan.trainings("14"))
+
+
+def test_a_run_stopped_from_outside_keeps_every_row_it_measured(tmp_path, monkeypatch):
+    import json
+
+    calls = []
+
+    def one(t, p, device, memory, steps):
+        if calls:
+            raise KeyboardInterrupt  # gpu-check's deadline, a timeout: the process ends mid-way
+        calls.append(t.name)
+        return dict(training=t.name, stage=t.stage, precision=p, status="ok")
+
+    monkeypatch.setattr(promise, "measure_one", one)
+    with pytest.raises(KeyboardInterrupt):
+        promise.main(["--only", "14", "--out", str(tmp_path)])
+    kept = json.loads((tmp_path / "promise.json").read_text())
+    assert [r["training"] for r in kept["rows"]] == calls == ["pendulum, ours"]
+    assert kept["sampled"] == ["14 pendulum, authors' configuration (fp32)"]
+    assert "pendulum, ours" in (tmp_path / "promise.md").read_text()
