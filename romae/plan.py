@@ -24,7 +24,9 @@ is counted at its longest sample, with a padding mask. Not counted, hence the pl
 transient buffers, a dataset kept on the device. Counts are cached in-process and on disk (romae.cache, keyed by the model code).
 
 Time per optimiser step on a GPU = FLOPs (`romae.cost.step_flops`, the roofline's count) / (the data sheet's
-peak dense FLOP/s x EFFICIENCY) + OVERHEAD per micro-batch and per step: an estimate, not a measurement.
+peak dense FLOP/s x EFFICIENCY) + OVERHEAD per transformer block and micro-batch (kernel launches: eager PyTorch
+is launch-bound on RoMAE's narrow models), per micro-batch and per step: calibrated on an NVIDIA H200
+(`romae.promise` in `make gpu-check`, 2026-11-26, reports/gpu/), an estimate for other GPUs and shapes.
 `cpu` is romae.cost's fitted reference CPU (FP32); `this` scales it by a step measured here
 (`romae.cost.measured_step_seconds`). GB means GiB (2^30 bytes) throughout.
 """
@@ -61,11 +63,17 @@ OPTIMIZER_COPIES = {"adamw": 2, "sgd": 1}  # FP32 copies of the parameters the o
 # peak dense FLOP/s (no sparsity) from NVIDIA's data sheets: H100 SXM5 80 GB; A100 SXM4 80 GB
 PEAK = {"h100": {"fp32": 67e12, "tf32": 494.5e12, "bf16": 989.5e12},
         "a100": {"fp32": 19.5e12, "tf32": 156e12, "bf16": 312e12}}
-# share of peak a RoMAE step reaches (assumed: narrow matrices, d_model 60-960, far from the tensor cores' best;
-# element-wise work uncounted). Not measured: no GPU was available when this was written
-EFFICIENCY = {"fp32": 0.5, "tf32": 0.3, "bf16": 0.3}
-OVERHEAD = {"micro": 3e-3, "step": 2e-3}  # seconds per micro-batch (kernel launches of forward + backward) and
-#                                            per optimiser step (optimiser, clipping, schedule) on a GPU (assumed)
+# share of peak a RoMAE step's matrix products reach (narrow matrices, d_model 60-960, far from the tensor cores'
+# best). BF16: 0.2 measured on the H200 (notebook 10's pre-training, 1.5e13 FLOP a step: 111 ms, of which 41 ms
+# launches); FP32 and TF32 assumed (FP32's big steps measured within 2x of 0.5; TF32 not measured)
+EFFICIENCY = {"fp32": 0.5, "tf32": 0.3, "bf16": 0.2}
+# seconds on a GPU per transformer block and micro-batch (forward + backward kernel launches; BF16 adds autocast's
+# casts), per micro-batch (embedding, loss, heads) and per optimiser step (optimiser, clipping, schedule). "block":
+# measured on the H200 over 12-14-block trainings of 01, 02, 04, 12, 15 and 16 whose matrix work is negligible:
+# 20-38 ms a step in FP32 (median 28), 32-51 ms in BF16 (median 38), where the first plan (3 + 2 ms, no per-block
+# term) said 5 ms. The others are the first plan's assumptions (2-block Pendulum measured within 2x of them).
+# Against the 30 steps measured with a number: measured / planned median 0.96, 25 within 25 % (the first plan: none)
+OVERHEAD = {"block": {"fp32": 1.9e-3, "tf32": 1.9e-3, "bf16": 2.6e-3}, "micro": 3e-3, "step": 2e-3}
 DEVICES = ("h100", "a100", "cpu", "this")
 PRECISIONS = ("fp32", "tf32", "bf16")
 # notebook -> the experiment module whose paper_trainings() lists its trainings (00 and 03 train nothing)
@@ -394,11 +402,17 @@ def _precision(train_cfg: TrainConfig) -> str:
 
 # ----------------------------------------------------------------------------- time
 
+def blocks(t: Training) -> int:
+    """Transformer blocks one micro-batch of `t` runs through: the encoder's, and the decoder's in a pre-training."""
+    return t.model.encoder.depth + (t.model.decoder.depth if t.stage == "pretrain" else 0)
+
+
 def step_seconds(t: Training, device: str, precision: str, k: int) -> float | None:
     """Seconds of one optimiser step of `t` on one device (k micro-batches); None where not modelled."""
     flops = cost.step_flops(t.shape_model, t.train.batch_size, t.n_tokens, t.stage)
     if device in PEAK:
-        return flops / (PEAK[device][precision] * EFFICIENCY[precision]) + k * OVERHEAD["micro"] + OVERHEAD["step"]
+        launches = k * (blocks(t) * OVERHEAD["block"][precision] + OVERHEAD["micro"]) + OVERHEAD["step"]
+        return flops / (PEAK[device][precision] * EFFICIENCY[precision]) + launches
     if precision != "fp32":
         return None  # the reference CPU model is FP32 only
     seconds = cost.reference_seconds(t.shape_model, t.train.batch_size, t.n_tokens, t.stage)
@@ -618,9 +632,12 @@ def describe(p: dict) -> str:
     where = {"cpu": f"the reference {cost.REFERENCE} (romae.cost's fitted model; FP32 only)",
              "this": "this machine, scaled from a 2-sample step measured here (FP32 only)"}.get(s["device"])
     efficiency = ", ".join(f"{k} {v:g}" for k, v in s["efficiency"].items())
-    time_note = where or (f"{s['device'].upper()}: ESTIMATES, not measurements: FLOPs / (NVIDIA's peak dense FLOP/s "
-                          f"x an assumed efficiency {efficiency}) + {1e3 * s['overhead']['micro']:g} ms per "
-                          f"micro-batch + {1e3 * s['overhead']['step']:g} ms per step")
+    block = ", ".join(f"{k} {1e3 * v:g}" for k, v in s["overhead"]["block"].items())
+    time_note = where or (f"{s['device'].upper()}: ESTIMATES, calibrated on an NVIDIA H200 (the plan against measurement "
+                          f"of `make gpu-check`: 25 of 30 steps within 25 %): FLOPs / (NVIDIA's peak dense FLOP/s "
+                          f"x an efficiency {efficiency}) + ms per transformer block and micro-batch ({block}; kernel "
+                          f"launches) + {1e3 * s['overhead']['micro']:g} ms per micro-batch + "
+                          f"{1e3 * s['overhead']['step']:g} ms per step")
     mem = ("no device memory given: whole batches" if s["memory_gib"] is None else
            f"{s['memory_gib']:g} GiB per device; planned peak = {s['headroom']:g} x (parameters + gradients + "
            f"optimiser state + saved activations) + {s['context_gib']:g} GiB")

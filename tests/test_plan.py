@@ -114,10 +114,15 @@ def test_physionet_length_matches_the_data_where_present():
 
 
 def test_time_model():
-    t = plan.trainings("15")[0]
+    t = plan.trainings("15")[0]  # the Spiral: 14 blocks of narrow matrices, launch-bound on a GPU
     fp32, bf16 = (plan.step_seconds(t, "h100", p, 1) for p in ("fp32", "bf16"))
-    assert bf16 < fp32 and plan.step_seconds(t, "a100", "fp32", 1) > fp32
-    assert plan.step_seconds(t, "h100", "fp32", 4) == pytest.approx(fp32 + 3 * plan.OVERHEAD["micro"])
+    assert plan.blocks(t) == t.model.encoder.depth + t.model.decoder.depth == 14
+    assert 0.02 < fp32 < bf16 < 0.05  # as measured on the H200 (31 and 44 ms): autocast's casts cost more than BF16 saves
+    assert plan.step_seconds(t, "a100", "fp32", 1) > fp32
+    per_micro = plan.blocks(t) * plan.OVERHEAD["block"]["fp32"] + plan.OVERHEAD["micro"]
+    assert plan.step_seconds(t, "h100", "fp32", 4) == pytest.approx(fp32 + 3 * per_micro)
+    big = next(x for x in plan.trainings("10") if x.stage == "pretrain")  # 1.5e13 FLOP a step: BF16 pays
+    assert plan.step_seconds(big, "h100", "bf16", 1) < plan.step_seconds(big, "h100", "fp32", 1) / 3
     assert plan.step_seconds(t, "cpu", "bf16", 1) is None  # the reference CPU model is FP32 only
 
 
@@ -148,7 +153,9 @@ def test_every_paper_training_fits_80_gb(paper_plan):
             assert x["check_error"] is None or abs(x["check_error"]) < 0.01, (r["name"], p, x["check_error"])
     assert any(x["k"] > 1 for r in rows for x in r["precision"].values())  # ELAsTiCC, Tiny ImageNet accumulate
     total = paper_plan["totals"]["all"]
-    assert total["fp32"] > total["tf32"] > total["bf16"] > 0
+    # reduced precision pays on the matrix-bound trainings (10, 13); on the H200 BF16's casts cost more than it
+    # saves on the launch-bound ones, so all in all it is no faster than TF32
+    assert total["fp32"] > max(total["tf32"], total["bf16"]) > min(total["tf32"], total["bf16"]) > 0
 
 
 def test_readme_table_is_current(paper_plan):
@@ -166,7 +173,7 @@ def test_cli(tmp_path, capsys):
     assert bench(["plan", "--profile", "paper", "--only", "14", "--gpu-memory", "80", "--precision", "bf16",
                   "--out", str(out), "--markdown", "--readme", str(readme)]) == 0
     printed = capsys.readouterr().out
-    assert "ESTIMATES, not measurements" in printed and "| 14 | pendulum, ours |" in printed
+    assert "ESTIMATES, calibrated on an NVIDIA H200" in printed and "| 14 | pendulum, ours |" in printed
     saved = json.loads(out.read_text())
     assert [r["name"] for r in saved["rows"]] == ["pendulum, ours", "pendulum, authors' configuration"]
     assert list(saved["rows"][0]["precision"]) == ["bf16"]
