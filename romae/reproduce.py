@@ -730,7 +730,7 @@ def add_runs_section(reports: Path) -> None:
 
 def add_trainings_section(reports: Path) -> None:
     """Append the committed record of finished paper trainings (<reports>/trainings/, `romae.trainings`) to SUMMARY.md:
-    per training name, how many are kept, current or stale, their wall time beside the plan's, peak memory."""
+    per training name and device, how many are kept, current or stale, their wall time beside the plan's, peak memory."""
     folder = reports / "trainings"
     if not folder.is_dir():
         return

@@ -7,8 +7,9 @@ results cache writes it (`romae.cache.cached(..., keep=True)`): <name>-<config h
 that says, readably, what it is: its resolved config, the code key and the modules it hashes, the device, the
 wall time, the peak memory, the plan's estimate and the result's scalar numbers. The result is kept whole except
 its weights (a `state_dict` member), which are kept only when small (WEIGHTS_LIMIT: Pendulum's, not UEA's), so
-what a notebook needs afterwards, its evaluation, is stored beside the training (`fit_cached(evaluate=...)`,
-`pretrain_finetune`), never recomputed from weights that are not there.
+what a notebook needs afterwards, its evaluation, is kept as a result of its own beside the training
+(`pretrain_finetune`'s test predictions, notebook 15's evaluations), never recomputed from weights that are not
+there (`fit_cached(need_weights=True)` retrains where weights must be had).
 
 `cached` reads here after the local cache, so a resumed run trains only what is missing; it writes here only
 while a record is open: `$ROMAE_TRAININGS` names its folder (`make reproduce PROFILE=paper` opens
@@ -72,14 +73,14 @@ def compact(result: Any) -> tuple[Any, list[str]]:
 
 
 def _scalars(result: Any) -> dict:
-    """The result's top-level numbers and strings (and an `evaluation`'s), for the readable twin."""
+    """The result's top-level numbers and strings (and those of its `metrics`), for the readable twin."""
     out = {}
     if not isinstance(result, dict):
         return out
     for k, v in result.items():
         if isinstance(v, (bool, int, float, str)):
             out[k] = v
-        elif isinstance(v, dict) and k in ("evaluation", "metrics"):
+        elif isinstance(v, dict) and k == "metrics":
             out[k] = {kk: vv for kk, vv in v.items() if isinstance(vv, (int, float, str, bool))}
     return out
 
@@ -217,25 +218,29 @@ def table(folder: Path | None = None):
                                        "peak_host_mb", "peak_cuda_gb", "kept_kb", "without", "finished"])
 
 
+GROUPED = ["name", "device", "trainings", "current", "stale", "wall_hours", "planned_hours", "ratio", "peak_host_mb"]
+
+
 def grouped(frame):
-    """`table` summed per training name: count, current / stale, wall and planned hours, their ratio, peak memory."""
+    """`table` summed per training name and device (a GPU's wall time is never set against the CPU's plan): count,
+    current / stale, wall and planned hours, their ratio, peak memory."""
     import pandas as pd
 
     if frame.empty:
-        return pd.DataFrame(columns=["name", "trainings", "current", "stale", "wall_hours", "planned_hours", "ratio",
-                                     "peak_host_mb"])
+        return pd.DataFrame(columns=GROUPED)
     g = frame.assign(current=frame.state.eq("current"), stale=~frame.state.eq("current"),
                      with_plan=frame.planned_seconds.notna())
-    out = g.groupby("name", sort=False).agg(trainings=("key", "size"), current=("current", "sum"),
-                                            stale=("stale", "sum"), wall=("wall_seconds", "sum"),
-                                            peak_host_mb=("peak_host_mb", "max")).reset_index()
-    planned = g[g.with_plan].groupby("name", sort=False).agg(planned=("planned_seconds", "sum"),
-                                                            wall_planned=("wall_seconds", "sum"))
-    out = out.join(planned, on="name")
+    by = ["name", "device"]
+    out = g.groupby(by, sort=False).agg(trainings=("key", "size"), current=("current", "sum"),
+                                        stale=("stale", "sum"), wall=("wall_seconds", "sum"),
+                                        peak_host_mb=("peak_host_mb", "max")).reset_index()
+    planned = g[g.with_plan].groupby(by, sort=False).agg(planned=("planned_seconds", "sum"),
+                                                        wall_planned=("wall_seconds", "sum"))
+    out = out.join(planned, on=by)
     out["wall_hours"] = (out.wall / 3600).round(3)
     out["planned_hours"] = (out.planned / 3600).round(3)
     out["ratio"] = (out.wall_planned / out.planned).round(2)
-    return out[["name", "trainings", "current", "stale", "wall_hours", "planned_hours", "ratio", "peak_host_mb"]]
+    return out[GROUPED]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -133,6 +133,18 @@ def test_an_entry_of_other_code_is_stale(tmp_path, monkeypatch):
     assert g.loc[0, "trainings"] == 1 and g.loc[0, "stale"] == 1
 
 
+def test_wall_time_is_set_against_the_plan_per_device(tmp_path, monkeypatch):
+    monkeypatch.setenv(trainings.ENV, str(tmp_path / "rec"))
+    for seed, (device, wall) in enumerate([("cpu", 30.0), ("cpu", 50.0), ("NVIDIA H200", 2.0)]):
+        cached("run", {"seed": seed}, lambda: {"steps": 1}, cache_dir=tmp_path / "c", keep=True, planned=20.0)
+        twin = max((tmp_path / "rec").glob("*.json"), key=lambda p: json.loads(p.read_text())["config"]["seed"])
+        meta = json.loads(twin.read_text())
+        twin.write_text(json.dumps(dict(meta, device=device, facts=dict(meta["facts"], wall_seconds=wall))))
+    g = trainings.grouped(trainings.table(tmp_path / "rec")).set_index("device")
+    assert g.loc["cpu", "trainings"] == 2 and g.loc["cpu", "ratio"] == 2.0  # 80 s against 2 x 20 s planned
+    assert g.loc["NVIDIA H200", "trainings"] == 1 and g.loc["NVIDIA H200", "ratio"] == 0.1
+
+
 def test_no_record_is_written_unless_one_is_open(tmp_path, monkeypatch):
     monkeypatch.delenv(trainings.ENV, raising=False)
     monkeypatch.setattr(trainings, "DEFAULT", tmp_path / "repo-record")
