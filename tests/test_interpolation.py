@@ -131,6 +131,19 @@ def test_smoke_experiment_writes_reports(tmp_path, monkeypatch):
     assert len(diag) == len(I.SPIRAL_READINGS) + 6 and np.isfinite(diag).all()
     assert diag[I.SPIRAL_READINGS["rmse_clean_per_coordinate"]] == pytest.approx(
         diag[I.SPIRAL_READINGS["rmse_clean"]] / np.sqrt(2))
+    # the decoder-depth variant: the notebook's own Spiral read from res, the 12-block one trained beside it
+    from romae.experiments import spiral_decoder
+
+    with pytest.raises(ValueError, match="notebook's own Spiral decoder"):
+        spiral_decoder.decoder_depth(res, smoke.spiral.decoder, cache_dir=cache)
+    with pytest.raises(ValueError, match="unknown model size 'huge'"):
+        spiral_decoder.decoder_depth(res, "huge", cache_dir=cache)
+    table = spiral_decoder.decoder_depth(res, "tiny", cache_dir=cache)
+    assert list(table.decoder) == [smoke.spiral.decoder, "tiny"] and list(table.decoder_blocks) == [2, 12]
+    assert table.rmse_clean.iloc[0] == pytest.approx(trials.rmse_clean.mean())  # read, not retrained
+    assert len(list(cache.glob("spiral_model-*.pt"))) == 2 and np.isfinite(table.rmse_clean).all()
+    text = spiral_decoder.reading(table, tiny.spiral_data.noise_std)
+    assert "tiny decoder (12 blocks)" in text and "above the noise floor 0.01" in text
 
 
 def test_the_spiral_oracle_knows_the_generator_and_sets_a_floor():
