@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import numpy as np
 import pandas as pd
 
 from ..config import size
