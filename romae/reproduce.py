@@ -744,8 +744,8 @@ def add_trainings_section(reports: Path) -> None:
             "when it finishes (`python -m romae.trainings`): a run done in pieces trains only what is missing. "
             f"{len(table)} kept ({devices}); "
             + (f"**{stale} stale** (their code changed: retrained when next run)" if stale else "all current")
-            + ". wall / planned: the measured hours beside `romae.plan`'s estimate for the device (the reference CPU "
-            "on a CPU); ratio: their quotient.\n\n")
+            + ". wall / planned: the measured hours beside `romae.plan`'s estimate for the device, as the plan stood "
+            "when it trained, recorded then (the reference CPU on a CPU); ratio: their quotient.\n\n")
     path = reports / "SUMMARY.md"
     report.write_atomic(path, path.read_text() + text + report._markdown(g))
 
