@@ -37,6 +37,11 @@ ROOT = Path(__file__).resolve().parents[1]
 PROMISE, PROMISE_MINUTES = "plan against measurement", 8.0  # step 3: at most this long, and half of what is left
 
 
+def _names(skip: str, title: str) -> bool:
+    """Whether a --skip value names a step: a part of its title, case-insensitive."""
+    return skip.lower() in title.lower()
+
+
 def steps(out: Path, promise_minutes: float = PROMISE_MINUTES) -> list[tuple[str, list[str]]]:
     py = sys.executable
     multi = ["tests/test_processes.py"] if torch.cuda.device_count() > 1 else []
@@ -64,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="leave out the steps whose title contains this (case-insensitive; repeatable), e.g. 'dry run'")
     args = ap.parse_args(argv)
     titles = [t for t, _ in steps(Path(args.out))]
-    unknown = [k for k in args.skip if not any(k.lower() in t.lower() for t in titles)]
+    unknown = [k for k in args.skip if not any(_names(k, t) for t in titles)]
     if unknown:  # a typo: said at once, before any device time is spent
         ap.error(f"--skip {unknown[0]!r} names no step; the steps: {', '.join(titles)}")
     name = runtime.accelerator_name()
@@ -82,11 +87,11 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for title, cmd in steps(out):
         left = deadline - time.monotonic()
-        if title == PROMISE:  # half of what is left, so that the dry run after it is reached
-            cmd = dict(steps(out, min(PROMISE_MINUTES, left / 120)))[title]
-        if any(k.lower() in title.lower() for k in args.skip):
+        if any(_names(k, title) for k in args.skip):
             results.append({"step": title, "status": "not run: skipped (--skip)", "seconds": 0})
             continue
+        if title == PROMISE:  # half of what is left, so that the dry run after it is reached
+            cmd = dict(steps(out, min(PROMISE_MINUTES, left / 120)))[title]
         if left < 30:
             results.append({"step": title, "status": "not run: out of time", "seconds": 0})
             continue

@@ -121,32 +121,26 @@ def measure(device: str = "this", notebooks=None, budget_minutes: float = 15.0, 
                     memory_gib=memory_gib, steps=steps, budget_minutes=budget_minutes,
                     cpu_micro=None if on_gpu else CPU_MICRO, torch=torch.__version__)
     deadline = time.monotonic() + 60 * budget_minutes
+    order = [(nb, t, p) for nb, t in _order(notebooks or list(plan.NOTEBOOKS)) for p in precisions]
+    labels = [f"{nb} {t.name} ({p})" for nb, t, p in order]
     rows, left = [], []
-    for nb, t in _order(notebooks or list(plan.NOTEBOOKS)):
-        for p in precisions:
-            if time.monotonic() > deadline:
-                left.append(f"{nb} {t.name} ({p})")
-                continue
-            print(f"  {nb} {t.name} ({p}) ...", end=" ", flush=True)
-            try:
-                row = measure_one(t, p, device, memory_gib, steps)
-            except torch.cuda.OutOfMemoryError as e:  # its first sentence: how much it asked for, the card, what was free
-                row = dict(training=t.name, stage=t.stage, precision=p,
-                           status="out of memory: " + " ".join(str(e).split(". Of the allocated")[0].split()))
-            if on_gpu:  # each row starts from an empty cache
-                torch.cuda.empty_cache()
-            rows.append(dict(notebook=nb, **row))
-            print(row["status"], flush=True)
-            if on_row is not None:
-                on_row(dict(settings=settings, rows=rows, sampled=left + _after(nb, t, p, notebooks, precisions)))
+    for i, (nb, t, p) in enumerate(order):
+        if time.monotonic() > deadline:
+            left.append(labels[i])
+            continue
+        print(f"  {labels[i]} ...", end=" ", flush=True)
+        try:
+            row = measure_one(t, p, device, memory_gib, steps)
+        except torch.cuda.OutOfMemoryError as e:  # its first sentence: how much it asked for, the card, what was free
+            row = dict(training=t.name, stage=t.stage, precision=p,
+                       status="out of memory: " + " ".join(str(e).split(". Of the allocated")[0].split()))
+        if on_gpu:  # each row starts from an empty cache
+            torch.cuda.empty_cache()
+        rows.append(dict(notebook=nb, **row))
+        print(row["status"], flush=True)
+        if on_row is not None:  # what the round robin has not reached yet counts as not measured
+            on_row(dict(settings=settings, rows=rows, sampled=left + labels[i + 1:]))
     return dict(settings=settings, rows=rows, sampled=left)
-
-
-def _after(nb: str, t, p: str, notebooks, precisions) -> list[str]:
-    """The trainings (and precisions) the round robin has not reached after (nb, t, p): 'not measured yet'."""
-    order = [(n, tr, q) for n, tr in _order(notebooks or list(plan.NOTEBOOKS)) for q in precisions]
-    i = next(i for i, (n, tr, q) in enumerate(order) if n == nb and tr.name == t.name and q == p)
-    return [f"{n} {tr.name} ({q})" for n, tr, q in order[i + 1:]]
 
 
 def _num(x, fmt: str) -> str:

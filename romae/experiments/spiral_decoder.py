@@ -26,12 +26,18 @@ COLUMNS = ["decoder", "decoder_blocks", "steps", "train_loss_end", "rmse_clean",
            "rmse_clean_per_coordinate", "rmse_clean_from_clean_inputs", "train_seconds"]
 
 
+def end_loss(history: pd.DataFrame) -> float:
+    """A training's loss at its end: the mean over the last 5 % of its logged steps (for the Spiral, MSE per
+    coordinate against the noisy values, so the noise variance is its floor)."""
+    return float(history.loss.iloc[-max(1, len(history) // 20):].mean())
+
+
 def _row(decoder: str, run: dict) -> dict:
-    """One Spiral run (a `run_spiral` seed) -> the comparison's row: its end-of-training loss (the mean over the
-    last 5 % of logged steps; the noise variance 0.01 is its floor) and its test RMSEs over the trials."""
-    trials, h = run["trials"], run["history"]
+    """One Spiral run (a `run_spiral` seed) -> the comparison's row: its `end_loss` and its test RMSEs over the
+    trials."""
+    trials = run["trials"]
     return dict(decoder=decoder, decoder_blocks=size(decoder).depth, steps=run["steps"],
-                train_loss_end=float(h.loss.iloc[-max(1, len(h) // 20):].mean()),
+                train_loss_end=end_loss(run["history"]),
                 rmse_clean=float(trials.rmse_clean.mean()),
                 rmse_clean_std=float(trials.rmse_clean.std(ddof=1)) if len(trials) > 1 else None,
                 rmse_clean_per_coordinate=float(trials.rmse_clean_per_coordinate.mean()),
