@@ -126,6 +126,28 @@ def test_time_model():
     assert plan.step_seconds(t, "cpu", "bf16", 1) is None  # the reference CPU model is FP32 only
 
 
+def test_cpu_time_model_against_the_readme_measurement():
+    """The CPU plan (romae.cost's model x CPU_FACTOR) against the paper trainings' steps that `romae.promise`
+    measured on the reference CPU (README's promise table): calibrated, not merely plausible."""
+    from romae import cost, promise
+
+    block = README.read_text().split(promise.README_BEGIN)[1].split(promise.README_END)[0]
+    rows = re.findall(r"^\| (\d\d) \| (.+?) \| fp32 \| cpu \| [\d,]+ x 1(?: \(ran \d+\))? \| [^|]* \| "
+                      r"[\d.e+]+ / ([\d.e+]+) \|", block, flags=re.M)
+    assert len(rows) >= 30, "the promise table lost its rows"
+    by_name = {(nb, t.name): t for nb in sorted({r[0] for r in rows}) for t in plan.trainings(nb)}
+    ratios = []
+    for nb, name, measured in rows:
+        t = by_name[(nb, name)]
+        step = plan.step_seconds(t, "cpu", "fp32", 1)
+        assert step == pytest.approx(plan.CPU_FACTOR * cost.reference_seconds(t.shape_model, t.train.batch_size,
+                                                                                t.n_tokens, t.stage))
+        ratios.append(float(measured) / step)
+    ratios.sort()
+    assert 0.85 < ratios[len(ratios) // 2] < 1.2, ratios  # the median step as planned
+    assert sum(0.8 <= r <= 1.25 for r in ratios) >= 0.65 * len(ratios), ratios
+
+
 def test_fit_memory(monkeypatch):
     t = next(x for x in plan.trainings("10") if x.stage == "finetune")
     monkeypatch.setenv("ROMAE_GPU_MEMORY", "8")
