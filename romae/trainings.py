@@ -64,12 +64,52 @@ def _nbytes(obj: Any) -> int:
     return 0
 
 
+def _on_arrow(dtype) -> bool:
+    """A pandas dtype whose data lives in pyarrow (pandas' default string dtype where pyarrow is installed)."""
+    return getattr(dtype, "storage", None) == "pyarrow" or type(dtype).__name__ == "ArrowDtype"
+
+
+def _plain(dtype):
+    """The pyarrow-free twin of `_on_arrow` dtype: strings in Python storage (pandas' own default without pyarrow),
+    anything else as objects."""
+    import pandas as pd
+
+    if isinstance(dtype, pd.StringDtype):
+        return pd.StringDtype("python", na_value=dtype.na_value)
+    return object
+
+
+def portable(obj: Any) -> Any:
+    """`obj` with every pandas column, series and index that pyarrow stores converted to plain storage, through
+    dicts, lists and tuples: a record written where pyarrow is installed (pandas then keeps strings in it, and
+    pickles them so) must load where it is not (seen: the H200 image has pyarrow, this project does not need it)."""
+    import pandas as pd
+
+    if isinstance(obj, dict):
+        return type(obj)((k, portable(v)) for k, v in obj.items())
+    if isinstance(obj, (list, tuple)) and not hasattr(obj, "_fields"):
+        return type(obj)(portable(v) for v in obj)
+    if isinstance(obj, pd.DataFrame):
+        arrow = {c: _plain(t) for c, t in obj.dtypes.items() if _on_arrow(t)}
+        obj = obj.astype(arrow) if arrow else obj
+        if _on_arrow(obj.columns.dtype) or _on_arrow(obj.index.dtype):
+            obj = obj.copy()
+            obj.columns, obj.index = (portable(x) for x in (obj.columns, obj.index))
+        return obj
+    if isinstance(obj, pd.Series):
+        obj = obj.astype(_plain(obj.dtype)) if _on_arrow(obj.dtype) else obj
+        return obj.set_axis(portable(obj.index)) if _on_arrow(obj.index.dtype) else obj
+    if isinstance(obj, pd.Index) and _on_arrow(obj.dtype):
+        return obj.astype(_plain(obj.dtype))
+    return obj
+
+
 def compact(result: Any) -> tuple[Any, list[str]]:
     """(what is kept of a result, the members left out): a dict's `state_dict` larger than WEIGHTS_LIMIT is left out;
-    everything else is kept as it is."""
+    everything else is kept, made `portable`."""
     if isinstance(result, dict) and "state_dict" in result and _nbytes(result["state_dict"]) > WEIGHTS_LIMIT:
-        return {k: v for k, v in result.items() if k != "state_dict"}, ["state_dict"]
-    return result, []
+        return portable({k: v for k, v in result.items() if k != "state_dict"}), ["state_dict"]
+    return portable(result), []
 
 
 def _scalars(result: Any) -> dict:

@@ -219,3 +219,39 @@ def test_the_plan_estimate_counts_samples_of_a_dict_of_tensors_as_of_a_dataset()
     assert plan.training_seconds("pretrain", cfg, tc, n_tokens=6, samples=40, device="cpu") == as_dataset
     t = plan.Training("", "pretrain", cfg, tc, 6, 40)
     assert t.steps == 2 * 10 and as_dataset == pytest.approx(t.steps * plan.step_seconds(t, "cpu", "fp32", 1))
+
+
+def test_portable_keeps_plain_results_as_they_are():
+    import collections
+
+    import pandas as pd
+
+    Pair = collections.namedtuple("Pair", "a b")
+    frame = pd.DataFrame({"name": ["x", None], "v": [1.0, 2.0]}, index=pd.Index(["r1", "r2"]))
+    result = {"trials": frame, "runs": [{"history": frame}], "pair": Pair(1, "b"), "t": (torch.ones(2), 3)}
+    kept = trainings.portable(result)
+    assert list(kept) == list(result) and kept["pair"] == Pair(1, "b") and torch.equal(kept["t"][0], torch.ones(2))
+    for got in (kept["trials"], kept["runs"][0]["history"]):
+        pd.testing.assert_frame_equal(got, frame, check_dtype=False, check_index_type=False,
+                                      check_column_type=False)  # where pyarrow is, the storage moves
+        assert got.name.isna().tolist() == [False, True]
+
+
+def test_a_record_written_where_pyarrow_stores_strings_loads_without_it():
+    """The H200's image had pyarrow, so pandas kept (and pickled) the strings of notebook 15's evaluation in it; the
+    record must not need pyarrow to be read."""
+    import io
+
+    import pandas as pd
+
+    pytest.importorskip("pyarrow")
+    frame = pd.DataFrame({"decoder": pd.array(["tiny", "tiny-shallow"], dtype=pd.StringDtype("pyarrow")),
+                          "rmse": [0.04, 0.05]})
+    series = pd.Series(["a"], dtype=pd.StringDtype("pyarrow"), index=pd.Index(["i"], dtype=pd.StringDtype("pyarrow")))
+    before, after = io.BytesIO(), io.BytesIO()
+    torch.save({"trials": frame, "s": series}, before)
+    torch.save(trainings.compact({"trials": frame, "s": series})[0], after)
+    assert b"pyarrow" in before.getvalue() and b"pyarrow" not in after.getvalue()
+    after.seek(0)
+    got = torch.load(after, weights_only=False)
+    assert got["trials"].decoder.tolist() == ["tiny", "tiny-shallow"] and got["s"].index.tolist() == ["i"]
