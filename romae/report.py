@@ -317,6 +317,18 @@ def loss_flags(losses, spike: float = SPIKE_FACTOR, erratic: float = ERRATIC_STE
     return "; ".join(flags)
 
 
+def _device_column() -> str:
+    """Where a row's numbers were computed: this device and stack; where kept trainings of another device stand
+    behind it (`romae.trainings`: trained on a GPU, published on a CPU), those devices first."""
+    from . import trainings
+
+    here = device_label(runtime.current().device)
+    kept = trainings.devices()
+    if kept and kept != [here]:
+        return f"{', '.join(kept)} (kept trainings); published on {here}; {runtime.stack_label()}"
+    return f"{here}; {runtime.stack_label()}"
+
+
 def record(experiment: str, setting: str, metric: str, ours: float, *, profile: str, scale: dict,
            ours_std: float | None = None, n_seeds: int = 1, device: str | None = None, note: str = "",
            learned: dict | None = None, losses=None, interval: dict | None = None,
@@ -343,7 +355,7 @@ def record(experiment: str, setting: str, metric: str, ours: float, *, profile: 
     ran = runtime.notes()  # a dry run, a precision other than FP32: said in every row
     row = dict(experiment=experiment, setting=setting, metric=metric, ours=float(ours),
                ours_std=None if ours_std is None else float(ours_std), n_seeds=int(n_seeds), profile=profile,
-               device=device or f"{device_label(runtime.current().device)}; {runtime.stack_label()}",
+               device=device or _device_column(),
                note="; ".join(x for x in (ran, f"TRAINING FLAG: {flags}" if flags else "", note) if x),
                scale=json.dumps(scale),
                learned=None if learned is None else json.dumps(learned), flags=flags or None,

@@ -40,6 +40,13 @@ ENV = "ROMAE_TRAININGS"
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = ROOT / "reports" / "trainings"
 WEIGHTS_LIMIT = 1 << 20  # bytes: weights at most this large are kept with their training (Pendulum's 0.3 MB)
+_DEVICES: dict[str, None] = {}  # the devices of the kept trainings this process read or wrote, in order
+
+
+def devices() -> list[str]:
+    """The devices the kept trainings this process has read or written ran on (`report.record` names them: a
+    notebook may publish on a CPU what a GPU trained)."""
+    return list(_DEVICES)
 
 
 def open_folder() -> Path | None:
@@ -188,6 +195,7 @@ def save(key: str, result: Any, meta: dict, folder: Path | None = None) -> Path 
                 stack=runtime.stack(), finished=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     path = folder / f"{key}.pt"
     _publish(path, folder / f"{key}.json", data, twin)
+    _DEVICES[twin["device"]] = None
     return path
 
 
@@ -208,6 +216,7 @@ def load(key: str, require: tuple[str, ...] = ()) -> tuple[bool, Any]:
         with _lock(folder, exclusive=False):
             found, result = _load(path, twin)
         if found:
+            _DEVICES[meta.get("device") or "an unrecorded device"] = None
             return True, result
     return False, None
 

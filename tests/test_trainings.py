@@ -255,3 +255,23 @@ def test_a_record_written_where_pyarrow_stores_strings_loads_without_it():
     after.seek(0)
     got = torch.load(after, weights_only=False)
     assert got["trials"].decoder.tolist() == ["tiny", "tiny-shallow"] and got["s"].index.tolist() == ["i"]
+
+
+def test_rows_name_the_device_their_kept_trainings_ran_on(tmp_path, monkeypatch):
+    """A notebook that publishes on this CPU what a GPU trained (notebook 01's Table 1 on the H200) says so in
+    its rows' device column, so the front page never reads 'paper scale, CPU' for it."""
+    from romae import report
+
+    monkeypatch.setattr(trainings, "_DEVICES", {})
+    here = report.device_label("cpu")
+    assert report._device_column().startswith(f"{here}; ")  # nothing kept read: this device only
+    trainings.save("k-0-0", {"x": torch.ones(1)}, {"config": {}, "code": "c"}, folder=tmp_path)
+    assert trainings.devices() == [here]  # written here: still this device only
+    assert report._device_column().startswith(f"{here}; ")
+    twin = tmp_path / "k-0-0.json"  # the same entry as if a GPU had written it
+    twin.write_text(json.dumps(dict(json.loads(twin.read_text()), device="NVIDIA H200")))
+    monkeypatch.setenv(trainings.ENV, str(tmp_path))
+    assert trainings.load("k-0-0")[0]
+    assert trainings.devices() == [here, "NVIDIA H200"]
+    column = report._device_column()
+    assert column.startswith(f"{here}, NVIDIA H200 (kept trainings); published on {here}")
