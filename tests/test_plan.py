@@ -248,6 +248,22 @@ def test_show_prints_the_paper_profile_only(capsys, monkeypatch):
     assert "reference" in out  # no GPU: the reference CPU's time
 
 
+def test_show_leaves_the_count_to_an_experiment_that_counts_its_own(monkeypatch, tmp_path):
+    """12's plan covers all of Table 6, of which only the data sets present run: its progress total and time left
+    must not come from the plan (a run of BasicMotions alone read '1/93 ... about 40 h left')."""
+    from romae import terminal
+
+    monkeypatch.setenv("ROMAE_DEVICE", "cpu")
+    monkeypatch.setenv(terminal.ECHO, str(tmp_path / "echo"))
+    monkeypatch.setattr(terminal, "_state", dict(terminal._state, expected=None, planned_total=None))
+    plan.show("14", "paper")
+    assert terminal._state["expected"] == 40 and terminal._state["planned_total"] > 0  # 14: the plan counts
+    monkeypatch.setattr(terminal, "_state", dict(terminal._state, expected=None, planned_total=None))
+    plan.show("12", "paper")
+    assert terminal._state["expected"] is None and terminal._state["planned_total"] is None
+    assert "progress lines count those present" in (tmp_path / "echo").read_text()
+
+
 # ---- the feed term (issue 31 item 6): the host's share of a step
 
 def _feed_training(feed: str, batch: int = 512) -> plan.Training:
