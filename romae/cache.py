@@ -288,6 +288,7 @@ def cached(name: str, config: Any, compute: Callable[[], Any], cache_dir: str | 
                 return result
         with trainings.measured() as facts:
             result = compute()
+        trainings.trained_here()
     else:
         result = compute()
     buf = io.BytesIO()

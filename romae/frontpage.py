@@ -6,6 +6,7 @@ never import this module, so its layout can change without making their artefact
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -183,6 +184,13 @@ def _fraction(scale_cell) -> str:
     return "" if best is None else f"{100 * best[0]:.2g} % of the paper's {best[1]}"
 
 
+def _on_cpu_only(device_cell) -> bool:
+    """A row's device column ('cpu (...); torch ...' or 'trained on NVIDIA H200, cpu (...); published on ...'): every
+    device its trainings ran on is a CPU."""
+    first = re.sub(r"\([^)]*\)", "", str(device_cell).split(";")[0].lower()).removeprefix("trained on ")
+    return all(part.strip().startswith("cpu") for part in first.split(","))
+
+
 def _scale_of(rows: pd.DataFrame, results: pd.DataFrame) -> str:
     """The scale a claim's rows were run at, from their scale facts: 'paper scale', 'paper scale, fewer seeds
     (1 / 5)', or the smallest fraction and the qualifiers of a reduced run."""
@@ -195,7 +203,7 @@ def _scale_of(rows: pd.DataFrame, results: pd.DataFrame) -> str:
         cell = raw.scale.iloc[0] if len(raw) else None
         quals = qualifiers(cell, r.profile)
         # at the paper's scale on a CPU: only the device differs (the paper trained on GPUs), said so
-        cpu = ", CPU" if len(raw) and str(raw.device.iloc[0]).lower().startswith("cpu") else ""
+        cpu = ", CPU" if len(raw) and _on_cpu_only(raw.device.iloc[0]) else ""
         if not quals:
             text = "paper scale" + cpu
         elif quals == ["fewer seeds"]:

@@ -318,14 +318,15 @@ def loss_flags(losses, spike: float = SPIKE_FACTOR, erratic: float = ERRATIC_STE
 
 
 def _device_column() -> str:
-    """Where a row's numbers were computed: this device and stack; where kept trainings of another device stand
-    behind it (`romae.trainings`: trained on a GPU, published on a CPU), those devices first."""
+    """Where a row's numbers were computed: this device and stack; where trainings of another device stand behind
+    the notebook's rows (read from `romae.trainings`' record: trained on a GPU, published on a CPU), every device its
+    trainings ran on first (per notebook process, not per row)."""
     from . import trainings
 
     here = device_label(runtime.current().device)
-    kept = trainings.devices()
-    if kept and kept != [here]:
-        return f"{', '.join(kept)} (kept trainings); published on {here}; {runtime.stack_label()}"
+    used = trainings.devices()
+    if used and used != [here]:
+        return f"trained on {', '.join(used)}; published on {here}; {runtime.stack_label()}"
     return f"{here}; {runtime.stack_label()}"
 
 

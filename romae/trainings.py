@@ -40,13 +40,21 @@ ENV = "ROMAE_TRAININGS"
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = ROOT / "reports" / "trainings"
 WEIGHTS_LIMIT = 1 << 20  # bytes: weights at most this large are kept with their training (Pendulum's 0.3 MB)
-_DEVICES: dict[str, None] = {}  # the devices of the kept trainings this process read or wrote, in order
+_DEVICES: dict[str, None] = {}  # the devices of the trainings this process read from the record or ran, in order
 
 
 def devices() -> list[str]:
-    """The devices the kept trainings this process has read or written ran on (`report.record` names them: a
-    notebook may publish on a CPU what a GPU trained)."""
+    """The devices the trainings this process used ran on: those it read from the record, and this one once it
+    trained one itself (`report.record` names them: a notebook may publish on a CPU what a GPU trained)."""
     return list(_DEVICES)
+
+
+def trained_here() -> None:
+    """A training ran in this process (`romae.cache.cached(..., keep=True)` computed it): this device is among
+    `devices()`, whether or not a record is open to keep it."""
+    from . import report, runtime
+
+    _DEVICES[report.device_label(runtime.current().device)] = None
 
 
 def open_folder() -> Path | None:

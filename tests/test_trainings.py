@@ -274,4 +274,11 @@ def test_rows_name_the_device_their_kept_trainings_ran_on(tmp_path, monkeypatch)
     assert trainings.load("k-0-0")[0]
     assert trainings.devices() == [here, "NVIDIA H200"]
     column = report._device_column()
-    assert column.startswith(f"{here}, NVIDIA H200 (kept trainings); published on {here}")
+    assert column.startswith(f"trained on {here}, NVIDIA H200; published on {here}; ")
+    from romae.frontpage import _on_cpu_only
+
+    assert _on_cpu_only(f"{here}; torch") and not _on_cpu_only(column)
+    monkeypatch.setattr(trainings, "_DEVICES", {})
+    assert trainings.load("k-0-0")[0] and report._device_column().startswith(f"trained on NVIDIA H200; published on {here}")
+    cached("t", {"a": 1}, lambda: 1, cache_dir=tmp_path / "cache", keep=True)  # a training that runs here
+    assert trainings.devices() == ["NVIDIA H200", here]
