@@ -274,13 +274,16 @@ def cached(name: str, config: Any, compute: Callable[[], Any], cache_dir: str | 
         code = code_version(modules=modules)
     key = f"{name}-{config_hash(config)}-{hashlib.sha256(code.encode()).hexdigest()[:8]}"
     path, twin = folder / f"{key}.pt", folder / f"{key}.json"
+    if keep:
+        from . import trainings
     if not refresh and path.exists():
         with _lock(folder, exclusive=False):
             found, result = _load(path, twin)
         if found:
+            if keep:  # a training from this machine's own results cache (never copied between machines): run here
+                trainings.trained_here()
             return result
     if keep:
-        from . import trainings
 
         if not refresh:
             found, result = trainings.load(key, require)

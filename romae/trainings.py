@@ -50,8 +50,8 @@ def devices() -> list[str]:
 
 
 def trained_here() -> None:
-    """A training ran in this process (`romae.cache.cached(..., keep=True)` computed it): this device is among
-    `devices()`, whether or not a record is open to keep it."""
+    """A training ran on this machine (`romae.cache.cached(..., keep=True)` computed it, or found it in this machine's
+    own results cache): this device is among `devices()`, whether or not a record is open to keep it."""
     from . import report, runtime
 
     _DEVICES[report.device_label(runtime.current().device)] = None

@@ -282,3 +282,6 @@ def test_rows_name_the_device_their_kept_trainings_ran_on(tmp_path, monkeypatch)
     assert trainings.load("k-0-0")[0] and report._device_column().startswith(f"trained on NVIDIA H200; published on {here}")
     cached("t", {"a": 1}, lambda: 1, cache_dir=tmp_path / "cache", keep=True)  # a training that runs here
     assert trainings.devices() == ["NVIDIA H200", here]
+    monkeypatch.setattr(trainings, "_DEVICES", {})
+    cached("t", {"a": 1}, lambda: 1 / 0, cache_dir=tmp_path / "cache", keep=True)  # from this machine's cache
+    assert trainings.devices() == [here]
