@@ -35,7 +35,7 @@ from typing import Any, Callable
 
 import torch
 
-from . import runtime
+from . import runtime, trainings
 from .data.files import write_atomic
 
 
@@ -247,6 +247,15 @@ def _unusable(path: Path, verdict: str, reason: str) -> tuple[bool, None]:
     return False, None
 
 
+def _device_of(twin: Path) -> str | None:
+    """The device a results-cache entry's twin names (a training's), or None (older entries, other results)."""
+    try:
+        device = json.loads(twin.read_text()).get("device")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return device if isinstance(device, str) and device else None
+
+
 def _publish(path: Path, twin: Path, data: bytes, meta: dict) -> None:
     """Remove the old twin, move the .pt into place, then the twin: a crash in between leaves a .pt with
     no twin (unverifiable, recomputed), never a twin whose hash vouches for the wrong bytes."""
@@ -274,24 +283,21 @@ def cached(name: str, config: Any, compute: Callable[[], Any], cache_dir: str | 
         code = code_version(modules=modules)
     key = f"{name}-{config_hash(config)}-{hashlib.sha256(code.encode()).hexdigest()[:8]}"
     path, twin = folder / f"{key}.pt", folder / f"{key}.json"
-    if keep:
-        from . import trainings
     if not refresh and path.exists():
         with _lock(folder, exclusive=False):
             found, result = _load(path, twin)
         if found:
-            if keep:  # a training from this machine's own results cache (never copied between machines): run here
-                trainings.trained_here()
+            if keep:  # a training from a results cache: on the device its entry names (entries before: this one)
+                trainings.ran_on(_device_of(twin))
             return result
+    if keep and not refresh:
+        found, result = trainings.load(key, require)
+        if found:
+            return result
+    facts = None
     if keep:
-
-        if not refresh:
-            found, result = trainings.load(key, require)
-            if found:
-                return result
         with trainings.measured() as facts:
             result = compute()
-        trainings.trained_here()
     else:
         result = compute()
     buf = io.BytesIO()
@@ -301,7 +307,10 @@ def cached(name: str, config: Any, compute: Callable[[], Any], cache_dir: str | 
     meta = {"config": json.loads(key_json(config)), "code": code, "sha256": hashlib.sha256(data).hexdigest()}
     if modules is not None:
         meta["modules"] = list(modules)
+    if keep:  # a training names the device it ran on, wherever its entry is read later
+        meta["device"] = trainings.ran_on()
     _publish(path, twin, data, meta)
     if keep:
-        trainings.save(key, result, dict(meta, facts=facts, planned_seconds=planned))
+        trainings.save(key, result, dict({k: v for k, v in meta.items() if k != "device"}, facts=facts,
+                                         planned_seconds=planned))
     return result

@@ -428,14 +428,52 @@ def flags_of(row) -> str:
 def comparison(paper: dict, row) -> str:
     """The bare comparison of our number with the reference by the row's rule (`status`), before any gate; for a
     claim checked against a threshold ('gt') with a recorded interval: "claim holds" only when the whole interval
-    lies above it, "claim does not hold" when it lies at or below it, else "not resolved at this scale"."""
+    lies above it, "claim does not hold" when it lies at or below it, else "not resolved at this scale".
+    A mean beyond the tolerance ("better than" / "worse than" / "differs") is said only when the whole t interval
+    of our mean (`row_interval`: recorded, else from the seeds' std) lies beyond it too; an interval that reaches
+    the tolerance band reads "not resolved at this scale" (one seed of five that did not converge can put a mean
+    far off while the other four agree)."""
     ci = _parse(row.get("interval"))
     if paper["rule"] == "gt" and ci is not None and math.isfinite(ci["low"]) and math.isfinite(ci["high"]):
         if ci["low"] > paper["paper"]:
             return "claim holds"
         return "claim does not hold" if ci["high"] <= paper["paper"] else "not resolved at this scale"
-    return status(paper["paper"], float(row["ours"]), paper["rule"], paper["tolerance"], paper["better"],
-                  who=reference_name(paper))
+    verdict = status(paper["paper"], float(row["ours"]), paper["rule"], paper["tolerance"], paper["better"],
+                     who=reference_name(paper))
+    if verdict.startswith(("better than", "worse than", "differs")):
+        ci = row_interval(row)
+        low, high = tolerance_band(paper["paper"], paper["rule"], paper["tolerance"])
+        if ci is not None and ci["low"] <= high and ci["high"] >= low:
+            return "not resolved at this scale"
+    return verdict
+
+
+def row_interval(row) -> dict | None:
+    """The t interval (LEVEL) of a row's mean: its recorded `interval`, else mean +- t(n - 1) x std / sqrt(n) from
+    `ours`, `ours_std` (the std over its `n_seeds` seeds, folds or trainings) and `n_seeds`; None with one seed or
+    no std."""
+    ci = _parse(row.get("interval"))
+    if ci is not None and math.isfinite(ci["low"]) and math.isfinite(ci["high"]):
+        return ci
+    try:
+        mean, std, n = float(row["ours"]), float(row.get("ours_std")), float(row.get("n_seeds"))
+    except (TypeError, ValueError):
+        return None
+    if not (math.isfinite(mean) and math.isfinite(std) and math.isfinite(n)) or n < 2 or std < 0:
+        return None
+    half = t_quantile(int(n) - 1) * std / math.sqrt(n)
+    return dict(low=mean - half, high=mean + half, level=LEVEL)
+
+
+def tolerance_band(paper: float, rule: str, tolerance: float) -> tuple[float, float]:
+    """The values `status` reads as within tolerance of `paper` by `rule` ('rel', 'abs', 'min')."""
+    if rule == "rel":
+        return paper - tolerance * abs(paper), paper + tolerance * abs(paper)
+    if rule == "abs":
+        return paper - tolerance, paper + tolerance
+    if rule == "min":
+        return paper - tolerance, math.inf
+    raise ValueError(f"tolerance_band(): no band for rule {rule!r}")
 
 
 def gate(paper: dict, row) -> str:
@@ -588,6 +626,39 @@ def t_quantile(df: int, level: float = LEVEL) -> float:
     if not 0 < level < 1:
         raise ValueError(f"t_quantile(): level must be in (0, 1), got {level!r}")
     return float(t.ppf(0.5 + level / 2, df))
+
+
+def outlying_seeds(runs, by: list[str], value: str, factor: float = 10.0) -> str:
+    """Markdown naming the runs (one row each of `runs`, e.g. one per seed) whose positive `value` is more than
+    `factor` x, or less than 1 / `factor` x, the median of its group (`by`), with the group's median and the
+    mean of the others: a seed that did not converge is reported beside the mean it moves, never dropped.
+    '' when there is none."""
+    import pandas as pd
+
+    if not factor > 1:
+        raise ValueError(f"outlying_seeds(): factor must be > 1, got {factor!r}")
+    missing = [c for c in [*by, value] if c not in runs.columns]
+    if missing:
+        raise ValueError(f"outlying_seeds(): no column(s) {missing} in {list(runs.columns)}")
+    lines = []
+    for key, g in runs.groupby(by, sort=False):
+        x = pd.to_numeric(g[value], errors="coerce")
+        med = float(x.median())
+        if len(g) < 3 or not med > 0 or not (x > 0).all():
+            continue
+        far = (x > factor * med) | (x < med / factor)
+        for i in g.index[far]:
+            rest = x[~far]
+            name = ", ".join(f"{c} {v}" for c, v in zip(by, key if isinstance(key, tuple) else (key,)))
+            extra = ", ".join(f"{c} {g.at[i, c]}" for c in ("seed", "split") if c in g.columns)
+            lines.append(f"- {name}{', ' + extra if extra else ''}: {value} {x[i]:.4g}, against the median "
+                         f"{med:.4g} of the {len(g)} runs (the other {len(rest)}: mean {rest.mean():.4g}, "
+                         f"{rest.min():.4g}-{rest.max():.4g})")
+    if not lines:
+        return ""
+    return (f"**Runs far from the others of their setting** (more than {factor:g}x from its median, e.g. a seed "
+            "that did not converge): reported, never dropped; the setting's mean and its interval include them.\n\n"
+            + "\n".join(lines))
 
 
 def interval(values, level: float = LEVEL) -> dict:

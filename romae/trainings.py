@@ -49,12 +49,15 @@ def devices() -> list[str]:
     return list(_DEVICES)
 
 
-def trained_here() -> None:
-    """A training ran on this machine (`romae.cache.cached(..., keep=True)` computed it, or found it in this machine's
-    own results cache): this device is among `devices()`, whether or not a record is open to keep it."""
+def ran_on(device: str | None = None) -> str:
+    """A training this process used ran on `device` (a results-cache entry's, `romae.cache.cached(..., keep=True)`),
+    or on this machine when None (it computed it, or found it in a cache entry that names no device): that device
+    is among `devices()`, whether or not a record is open to keep it. Returns the label."""
     from . import report, runtime
 
-    _DEVICES[report.device_label(runtime.current().device)] = None
+    label = device or report.device_label(runtime.current().device)
+    _DEVICES[label] = None
+    return label
 
 
 def open_folder() -> Path | None:
@@ -203,7 +206,7 @@ def save(key: str, result: Any, meta: dict, folder: Path | None = None) -> Path 
                 stack=runtime.stack(), finished=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     path = folder / f"{key}.pt"
     _publish(path, folder / f"{key}.json", data, twin)
-    _DEVICES[twin["device"]] = None
+    ran_on(twin["device"])
     return path
 
 

@@ -285,3 +285,28 @@ def test_rows_name_the_device_their_kept_trainings_ran_on(tmp_path, monkeypatch)
     monkeypatch.setattr(trainings, "_DEVICES", {})
     cached("t", {"a": 1}, lambda: 1 / 0, cache_dir=tmp_path / "cache", keep=True)  # from this machine's cache
     assert trainings.devices() == [here]
+
+
+def test_a_results_cache_entry_names_the_device_its_training_ran_on(tmp_path, monkeypatch):
+    """A training's results-cache entry records its device: copied from a GPU's cache into this machine's, it is
+    read as the GPU's (the rows then say 'trained on NVIDIA H200'); an entry written before devices were recorded,
+    and a result that is not a training, count as this machine's."""
+    from romae import report
+
+    here = report.device_label("cpu")
+    folder = tmp_path / "cache"
+    monkeypatch.setattr(trainings, "_DEVICES", {})
+    assert cached("t", {"a": 1}, lambda: 1, cache_dir=folder, keep=True) == 1
+    twin = next(folder.glob("t-*.json"))
+    assert json.loads(twin.read_text())["device"] == here and trainings.devices() == [here]
+    twin.write_text(json.dumps(dict(json.loads(twin.read_text()), device="NVIDIA H200")))  # as the GPU wrote it
+    monkeypatch.setattr(trainings, "_DEVICES", {})
+    assert cached("t", {"a": 1}, lambda: 1 / 0, cache_dir=folder, keep=True) == 1
+    assert trainings.devices() == ["NVIDIA H200"]
+    twin.write_text(json.dumps({k: v for k, v in json.loads(twin.read_text()).items() if k != "device"}))
+    monkeypatch.setattr(trainings, "_DEVICES", {})
+    assert cached("t", {"a": 1}, lambda: 1 / 0, cache_dir=folder, keep=True) == 1
+    assert trainings.devices() == [here]  # an older entry: this machine's
+    monkeypatch.setattr(trainings, "_DEVICES", {})
+    assert cached("e", {"a": 1}, lambda: 2, cache_dir=folder) == 2  # not a training: no device recorded
+    assert "device" not in json.loads(next(folder.glob("e-*.json")).read_text()) and trainings.devices() == []
