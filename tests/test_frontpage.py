@@ -125,3 +125,25 @@ def test_index_opens_with_the_claims_coloured_by_verdict(tmp_path):
     speed = next(r for r in rows.split("<tr ")[1:] if "<td>continuous</td>" in r)
     assert speed.startswith('class="untested"')  # measured on another device: grey, whatever the bare comparison
     assert "Coverage." in page.split("<h2>Paper artefacts</h2>")[0]
+
+
+def test_an_artefact_of_two_notebooks_reads_each_ones_best_run(tmp_path):
+    """Table 7 comes from 15 (paper) and 16 (quick only): its code state reads 15's paper run and 16's quick run,
+    not 'no record' for a paper run of 16 that never was; a notebook with no run at all stays stale."""
+    import json
+
+    from romae import frontpage
+    from romae.report import ROOT, file_hash
+
+    def write(path, profile):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"profile": profile, "modules": {"romae/report.py": file_hash(ROOT / "romae/report.py")}}))
+
+    write(tmp_path / "provenance" / "15_interpolation_spiral_synthetic.json", "paper")
+    assert frontpage._code_state(["15", "16"], "paper", tmp_path) == \
+        "stale: 16_physionet_interpolation: (no record of the code it ran)"
+    write(tmp_path / "quick" / "provenance" / "16_physionet_interpolation.json", "quick")
+    assert frontpage._code_state(["15", "16"], "paper", tmp_path) == "current"
+    (tmp_path / "quick" / "provenance" / "16_physionet_interpolation.json").write_text(
+        json.dumps({"profile": "quick", "modules": {"romae/report.py": "0" * 64}}))
+    assert frontpage._code_state(["15", "16"], "paper", tmp_path) == "stale: romae/report.py"
