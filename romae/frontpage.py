@@ -192,8 +192,10 @@ def _fraction(scale_cell) -> str:
 def _on_cpu_only(device_cell) -> bool:
     """A row's device column ('cpu (...); torch ...' or 'trained on NVIDIA H200, cpu (...); published on ...'): every
     device its trainings ran on is a CPU."""
-    first = re.sub(r"\([^)]*\)", "", str(device_cell).split(";")[0].lower()).removeprefix("trained on ")
-    return all(part.strip().startswith("cpu") for part in first.split(","))
+    first = str(device_cell).split(";")[0].lower()
+    while (bare := re.sub(r"\([^()]*\)", "", first)) != first:  # innermost parentheses first: 'cpu (Intel(R) Xeon(R) ...)'
+        first = bare
+    return all(part.strip().startswith("cpu") for part in first.removeprefix("trained on ").split(","))
 
 
 def _scale_of(rows: pd.DataFrame, results: pd.DataFrame) -> str:

@@ -278,6 +278,10 @@ def test_rows_name_the_device_their_kept_trainings_ran_on(tmp_path, monkeypatch)
     from romae.frontpage import _on_cpu_only
 
     assert _on_cpu_only(f"{here}; torch") and not _on_cpu_only(column)
+    intel = "cpu (Intel(R) Xeon(R) Processor, 2 threads)"  # a processor name with parentheses of its own
+    assert _on_cpu_only(f"{intel}; torch 2.13.0+cpu") and _on_cpu_only(f"trained on cpu (AMD EPYC, 2 threads), {intel}; "
+                                                                        f"published on {intel}; torch")
+    assert not _on_cpu_only(f"trained on NVIDIA H200, {intel}; published on {intel}; torch")
     monkeypatch.setattr(trainings, "_DEVICES", {})
     assert trainings.load("k-0-0")[0] and report._device_column().startswith(f"trained on NVIDIA H200; published on {here}")
     cached("t", {"a": 1}, lambda: 1, cache_dir=tmp_path / "cache", keep=True)  # a training that runs here
