@@ -6,7 +6,7 @@ overwriting the committed reports/. Kernels inherit this process's environment.
 
 A notebook whose data is not under the data root ($ROMAE_DATA, else <repo>/data) is not run by nbval:
 each of its cells is skipped with the reason, which names the data and the command that fetches it
-(`romae.reproduce.data_check`, the check `make reproduce` makes before it runs a notebook).
+(`romae.runner.reproduce.data_check`, the check `make reproduce` makes before it runs a notebook).
 """
 
 import os
@@ -34,7 +34,7 @@ def pytest_unconfigure(config):
 
 def _missing_data(notebook: Path) -> str:
     """'' if the notebook's data (default parameters, smoke profile) is here, else why it is skipped."""
-    from romae import reproduce
+    from romae.runner import reproduce
 
     params, _ = reproduce.resolve_params(notebook, "smoke", {})
     return reproduce.data_check(notebook, params)[0]

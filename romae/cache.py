@@ -35,7 +35,8 @@ from typing import Any, Callable
 
 import torch
 
-from . import runtime, trainings
+from . import runtime
+from .compendium import trainings
 from .data.files import write_atomic
 
 

@@ -87,7 +87,7 @@ def fetch(data, idx: torch.Tensor) -> dict:
 
 
 RESIDENT_SHARE = 0.05  # an ArrayDataset taking at most this share of the accelerator's memory (and of what is
-#                        free) moves there: within the headroom romae.plan leaves above its planned peak
+#                        free) moves there: within the headroom romae.compendium.plan leaves above its planned peak
 
 
 def feed_mode(data, dev: torch.device) -> str:

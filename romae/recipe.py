@@ -22,7 +22,8 @@ from __future__ import annotations
 import dataclasses
 import time
 
-from . import feeding, plan
+from . import feeding
+from .compendium import plan
 from .cache import cached
 from .config import RoMAEConfig, TrainConfig
 from .metrics import resolve_metrics
@@ -52,11 +53,11 @@ def pretrain_finetune(name: str, train, test, model: RoMAEConfig, *, finetune: T
     and metrics are logged during fine-tuning (never used to pick a model). pretrain_data: pre-train on
     other (e.g. more, unlabelled) samples than the classifier is fine-tuned on; `key` then names the
     pre-training data and `finetune_key` what differs for fine-tuning (e.g. the labelled subset).
-    profile: "paper": both trainings take the micro-batch `romae.plan` picks for their data on this device's memory.
+    profile: "paper": both trainings take the micro-batch `romae.compendium.plan` picks for their data on this device's memory.
     Returns {metrics, outputs (test logits), model (fine-tuned, eval mode; None when its weights were not kept:
     a committed paper run), pretrained_state (the MAE's state dict; None without pre-training or when not kept),
     pretrain_history, finetune_history, seconds: {pretrain, finetune}}. The test predictions and scores are a
-    kept result of their own (`romae.trainings`), so a run found in the committed record reports without weights.
+    kept result of their own (`romae.compendium.trainings`), so a run found in the committed record reports without weights.
     """
     metric_fns = resolve_metrics(metrics)
     t0 = time.perf_counter()

@@ -1,6 +1,6 @@
 """How this process runs its trainings: device, precision, dry run. Not what a run *is* (that is its configs).
 
-`make reproduce` (romae.reproduce) sets these for a notebook's kernel through environment variables, so that
+`make reproduce` (romae.runner.reproduce) sets these for a notebook's kernel through environment variables, so that
 every `fit` in it honours them without a notebook parameter of its own:
 
     ROMAE_DEVICE=cpu|cuda        where to train (unset: an accelerator if there is one, else the CPU)

@@ -43,7 +43,8 @@ from torch.optim.lr_scheduler import LambdaLR
 from tqdm import tqdm  # plain text bars: no ipywidgets needed in notebooks
 
 from romae.config import TrainConfig, check_whole
-from romae import checkpoint, feeding, masking, runtime, terminal, trainings
+from romae import checkpoint, feeding, masking, runtime
+from romae.compendium import terminal, trainings
 from romae.checkpoint import load_checkpoint, load_state, read_config
 from romae.feeding import ArrayDataset
 
@@ -618,7 +619,7 @@ def fit_cached(name: str, model_cls, model_cfg, data, cfg: TrainConfig, key: dic
     them, e.g. by the pre-training's cache key), or a function returning them, called only if this trains.
     Other keywords (val_data, metrics) go to `fit`.
 
-    A finished training is also kept in the committed record (`romae.trainings`): looked up there after the
+    A finished training is also kept in the committed record (`romae.compendium.trainings`): looked up there after the
     results cache, and written there while a record is open (the paper profile of `make reproduce`), with its
     wall time, peak memory and the plan's estimate. Large weights are not kept, so a result found there may
     have no `state_dict`; `need_weights`: the caller needs them (it evaluates the model), so such an entry is
@@ -642,7 +643,7 @@ def fit_cached(name: str, model_cls, model_cfg, data, cfg: TrainConfig, key: dic
     modules = producers(depth=1, extra=(model_cls.__module__,))
     code = code_version(modules=modules)
     run_id = f"{name}-{config_hash(dict(key, code=code))}"
-    checkpoints = checkpoints or cfg.checkpoint_every is not None  # a schedule asked for (romae.plan): kept
+    checkpoints = checkpoints or cfg.checkpoint_every is not None  # a schedule asked for (romae.compendium.plan): kept
     out_dir = Path(__file__).resolve().parents[1] / "runs" / run_id if checkpoints and not rt.dry_run else None
 
     computed = []
@@ -663,7 +664,7 @@ def fit_cached(name: str, model_cls, model_cfg, data, cfg: TrainConfig, key: dic
     # run_id names this result: a later stage that starts from it (fine-tuning) puts it in its own key
     planned = None
     if trainings.open_folder() is not None and not rt.dry_run:  # the plan's estimate, beside the measured time
-        from . import plan
+        from .compendium import plan
         from .model import RoMAEForPreTraining
 
         stage = "pretrain" if issubclass(model_cls, RoMAEForPreTraining) else "finetune"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from romae import plan
+from romae.compendium import plan
 from romae.config import RoMAEConfig, TrainConfig, size
 
 # PyTorch's documented constraints on sm80+ (aten/src/ATen/native/transformers/cuda/sdp_utils.cpp):

@@ -12,7 +12,7 @@ import pytest
 import soundfile as sf
 import torch
 
-from romae import report
+from romae.compendium import report
 from romae.audio import EPS, _window, fbank, fit_to_patches, from_spectrograms, mel_banks, n_frames
 from romae.data import audioset, catalog, esc50, files, librispeech
 

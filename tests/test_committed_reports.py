@@ -10,7 +10,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from romae import report, reproduce
+from romae.compendium import report
+from romae.runner import reproduce
 
 REPORTS = Path(__file__).resolve().parents[1] / "reports"
 LIMIT = 1_000_000  # bytes of a notebook's HTML page

@@ -7,11 +7,11 @@ import pandas as pd
 import pytest
 import torch
 
-from romae import report
+from romae.compendium import report
 from romae.config import EncoderConfig
 from romae.experiments import compute
 from romae.experiments.compute import length_sweep, loglog_slope, run
-from romae.reference import paper_values
+from romae.compendium.reference import paper_values
 
 matplotlib.use("Agg")
 

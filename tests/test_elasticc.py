@@ -335,7 +335,7 @@ def test_smoke_run_records_stand_in_rows(tmp_path):
     assert rows.setting.str.startswith(X.STAND_IN).all()
     f1 = rows[rows.metric == "macro_f1"].ours
     assert f1.between(0, 1).all()
-    from romae.report import build_summary
+    from romae.compendium.report import build_summary
 
     # the scale behind "stand-in" and "reduced": generated light curves, fewer epochs (Table 18: 200 + 25)
     import json
@@ -363,7 +363,7 @@ def test_raw_flux_sets_the_pretraining_loss_scale():
     """The masked-token MSE on raw FLUXCAL is as large as the light curves are bright: predicting zero costs
     hundreds to 1e5 on most stand-in curves (far more on a few), asinh flux a few units; and a pre-training loss
     that jumps between 1e4 and 5e6 with no trend is flagged (`report.loss_flags`), so no notebook reads it."""
-    from romae.report import loss_flags
+    from romae.compendium.report import loss_flags
 
     cfg = X.config("smoke")
     data = store.TokenStore(X.standin_store(cfg)[0], max_per_variable=cfg.max_per_band)

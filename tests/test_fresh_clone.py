@@ -15,9 +15,9 @@ import pandas as pd
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from romae import reproduce
+from romae.runner import reproduce
 from romae.data import catalog, files
-from romae.reference import paper_values
+from romae.compendium.reference import paper_values
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -70,7 +70,7 @@ def runs(tmp_path_factory):
     nbformat.write(new_notebook(cells=[new_markdown_cell("published earlier")]), published)
 
     def run(*args):
-        return subprocess.run([sys.executable, "-m", "romae.reproduce", "--profile", "smoke", "--notebooks", str(nbs),
+        return subprocess.run([sys.executable, "-m", "romae.runner.reproduce", "--profile", "smoke", "--notebooks", str(nbs),
                                "--reports", str(reports), "--timeout", "120", *args],
                               capture_output=True, text=True, timeout=600)
 
@@ -95,7 +95,7 @@ def test_missing_data_is_skipped_with_its_fetch_command_and_exit_0(runs):
     first = rows[rows.params == ""].set_index("notebook")
     assert first.status.to_dict() == {"01_needs": "skipped", "02_late": "skipped", "03_ok": "ok", "04_fetch": "ok"}
     assert "make data NAMES=uea:NoSuchSet" in first.note["01_needs"]
-    # the folder it looked in, named without this machine's path (romae.reproduce.redactor)
+    # the folder it looked in, named without this machine's path (romae.runner.reproduce.redactor)
     assert f"{reproduce.LOCAL}/data" in first.note["01_needs"] and str(runs["tmp"]) not in first.note["01_needs"]
     assert "make data NAMES=toy" in first.note["02_late"] and first.error["02_late"] == ""
     assert first.seconds["01_needs"] in ("0.0", "0")  # no kernel was started
@@ -106,7 +106,7 @@ def test_a_paper_run_that_skipped_a_notebook_is_incomplete_and_exits_3_unless_al
     reports = runs["tmp"] / "paper-reports"
 
     def paper(*args):
-        return subprocess.run([sys.executable, "-m", "romae.reproduce", "--profile", "paper", "--device", "cpu",
+        return subprocess.run([sys.executable, "-m", "romae.runner.reproduce", "--profile", "paper", "--device", "cpu",
                                "--notebooks", str(runs["tmp"] / "notebooks"), "--reports", str(reports),
                                "--only", "01", *args], capture_output=True, text=True, timeout=600)
 

@@ -3,8 +3,9 @@
 import pandas as pd
 import pytest
 
-from romae import frontpage, report
-from romae.report import build_summary, record, scale
+from romae.runner import frontpage
+from romae.compendium import report
+from romae.compendium.report import build_summary, record, scale
 
 FULL = scale(data=(20000, 20000), epochs=(10, 10), seeds=(5, 5))
 LEARNED = report.learned(0.05, 200.0, "the constant mean position")
@@ -109,7 +110,7 @@ def test_row_readings(status, reading):
 def test_index_opens_with_the_claims_coloured_by_verdict(tmp_path):
     """index.html shows the claims table before the artefacts, each line's colour from its verdict (green for
     confirmed, grey for not tested / not comparable), and the rows' colours from their gated verdicts."""
-    from romae import reproduce
+    from romae.runner import reproduce
 
     tiny(tmp_path)  # judged: within tolerance -> claim 2 confirmed
     for name, v in (("absolute", 1.0), ("quantized", 0.98), ("continuous", 0.98)):
@@ -132,8 +133,8 @@ def test_an_artefact_of_two_notebooks_reads_each_ones_best_run(tmp_path):
     not 'no record' for a paper run of 16 that never was; a notebook with no run at all stays stale."""
     import json
 
-    from romae import frontpage
-    from romae.report import ROOT, file_hash
+    from romae.runner import frontpage
+    from romae.compendium.report import ROOT, file_hash
 
     def write(path, profile):
         path.parent.mkdir(parents=True, exist_ok=True)

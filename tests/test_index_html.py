@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from romae import reproduce
+from romae.runner import reproduce
 from test_reproduce import reproduced_run
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
@@ -71,7 +71,7 @@ def test_rendered_in_chromium(run, tmp_path):
 def test_index_fits_1400_px_with_long_notes(tmp_path):
     """Every table wraps its cells: a page with a long note and a long unbroken word is no wider than a
     1400 px window, so every note can be read without scrolling sideways."""
-    from romae import report
+    from romae.compendium import report
 
     reports = tmp_path / "reports"
     long_note = "a long note about the run, " * 60 + "unbroken_" * 40

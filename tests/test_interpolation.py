@@ -163,7 +163,7 @@ def test_the_spiral_oracle_knows_the_generator_and_sets_a_floor():
 
 def test_quick_rows_are_reduced_from_their_facts():
     """Spiral (400 of 500 epochs, 1 seed) and Synthetic (10 of 50 epochs, 2 of 5 seeds, positions t x 50)."""
-    from romae import report
+    from romae.compendium import report
 
     quick = I.config("quick")
     spiral, synthetic = I.scale_of("spiral", quick, 1), I.scale_of("synthetic", quick, 2)

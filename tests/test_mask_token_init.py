@@ -130,7 +130,7 @@ def test_committed_zeros_only_for_quick():
 
 def test_rows_carry_the_scale_of_their_piece():
     """Quick: Synthetic at positions t x 50 with 2 of 5 seeds and 10 of 50 epochs; the control at the paper's raw t."""
-    from romae.report import qualifiers
+    from romae.compendium.report import qualifiers
 
     sy = M.piece_scale("quick", "Synthetic")
     assert sy["positions"] == ["t x 50", "t"] and sy["seeds"] == [2, 5] and sy["epochs"] == [10, 50]

@@ -3,10 +3,10 @@
 import pytest
 import torch
 
-from romae.bench import size_rows
+from romae.runner.bench import size_rows
 from romae.config import RoMAEConfig, TrainConfig, check_profile, size
 from romae.model import Encoder, RoMAEForPrediction, RoMAEForPreTraining
-from romae.reference import paper_value
+from romae.compendium.reference import paper_value
 
 ATOL = 1e-5  # float32 encoders of a few blocks: outputs agree to ~1e-6 when they should be identical
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from romae.reference import paper_values
+from romae.compendium.reference import paper_values
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import torch
 
-from romae import report
+from romae.compendium import report
 from romae.data import pendulum as P
 from romae.experiments import pendulum as PE
 

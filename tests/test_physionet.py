@@ -297,7 +297,7 @@ def test_real_records(real_records):
 
 def test_scale_facts_make_quick_rows_reduced():
     """PhysioNet quick (4 of 200 epochs, tiny-shallow encoder, t x 2880) is reduced from its facts, not a note."""
-    from romae import report
+    from romae.compendium import report
 
     quick = E.config("quick")
     fields = E.scale_of(quick.run, 6400, 1600)
@@ -312,7 +312,7 @@ def test_scale_facts_make_quick_rows_reduced():
 def test_rows_lead_with_the_papers_scoring():
     """The headline scoring is the one paper_values.csv compares with the paper's 0.57: every hidden value of the
     (winsorised) data scored on the z-score, as HeTVAE's evaluate_hetvae scores every hidden value."""
-    from romae.reference import paper_values
+    from romae.compendium.reference import paper_values
 
     rows = [dict(method=m, norm=n, unit=u, mean=1.0) for m in ("linear interpolation", "RoMAE")
             for n in ("minmax", "zscore", "zscore_inliers") for u in ("timepoint", "token")]
@@ -457,7 +457,7 @@ def test_published_values_are_drawn_distinguishably(tmp_path):
     """Each published PhysioNet value is its own line (colour and style), named with its value in the legend."""
     import matplotlib.pyplot as plt
 
-    from romae.reference import peer_values
+    from romae.compendium.reference import peer_values
 
     rows = [dict(method=m, norm=n, unit=u, mean=0.5 + 0.1 * k, std=0.01)
             for k, m in enumerate(E.METHODS) for n in E.NORMS for u in E.UNITS]
@@ -500,7 +500,8 @@ def test_conclusion_draws_nothing_from_a_flagged_run_and_the_prose_says_so():
 def test_rows_count_trained_models_and_show_the_baselines(tmp_path, monkeypatch):
     """A dry run (2 steps, generated records): every method is an `mse` row; RoMAE's n_seeds is its one trained
     model, a baseline's 0, the mask draws are in the note; the baselines are summary rows with no paper value."""
-    from romae import report, runtime
+    from romae.compendium import report
+    from romae import runtime
 
     monkeypatch.setenv("ROMAE_MAX_STEPS", "2")
     monkeypatch.setenv("ROMAE_DEVICE", "cpu")

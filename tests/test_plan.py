@@ -1,4 +1,4 @@
-"""The plan before the run (romae.plan): measured memory, the micro-batch choice, every paper training, the CLI."""
+"""The plan before the run (romae.compendium.plan): measured memory, the micro-batch choice, every paper training, the CLI."""
 
 import json
 import math
@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from romae import plan
-from romae.bench import main as bench
+from romae.compendium import plan
+from romae.runner.bench import main as bench
 from romae.config import RoMAEConfig, TrainConfig, size, to_json
 from romae.data.catalog import Need
 
@@ -127,9 +127,10 @@ def test_time_model():
 
 
 def test_cpu_time_model_against_the_readme_measurement():
-    """The CPU plan (romae.cost's model x CPU_FACTOR) against the paper trainings' steps that `romae.promise`
+    """The CPU plan (romae.compendium.cost's model x CPU_FACTOR) against the paper trainings' steps that `romae.runner.promise`
     measured on the reference CPU (README's promise table): calibrated, not merely plausible."""
-    from romae import cost, promise
+    from romae.compendium import cost
+    from romae.runner import promise
 
     block = README.read_text().split(promise.README_BEGIN)[1].split(promise.README_END)[0]
     rows = re.findall(r"^\| (\d\d) \| (.+?) \| fp32 \| cpu \| [\d,]+ x 1(?: \(ran \d+\))? \| [^|]* \| "
@@ -185,7 +186,7 @@ def test_readme_table_is_current(paper_plan):
     assert plan.README_BEGIN in text, "README.md has no paper-profile plan section"
     block = text.split(plan.README_BEGIN, 1)[1].split(plan.README_END, 1)[0]
     assert block.strip() == plan.readme_block(paper_plan).strip(), (
-        "README's plan is stale: run `python -m romae.bench plan --profile paper --device h100 --gpus 1 "
+        "README's plan is stale: run `python -m romae.runner.bench plan --profile paper --device h100 --gpus 1 "
         "--gpu-memory 80 --markdown --readme README.md`")
 
 
@@ -251,7 +252,7 @@ def test_show_prints_the_paper_profile_only(capsys, monkeypatch):
 def test_show_leaves_the_count_to_an_experiment_that_counts_its_own(monkeypatch, tmp_path):
     """12's plan covers all of Table 6, of which only the data sets present run: its progress total and time left
     must not come from the plan (a run of BasicMotions alone read '1/93 ... about 40 h left')."""
-    from romae import terminal
+    from romae.compendium import terminal
 
     monkeypatch.setenv("ROMAE_DEVICE", "cpu")
     monkeypatch.setenv(terminal.ECHO, str(tmp_path / "echo"))

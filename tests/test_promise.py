@@ -1,11 +1,12 @@
-"""`python -m romae.promise`: what the plan promised, measured (issue 31, item 3). The CPU twin runs here; on a
+"""`python -m romae.runner.promise`: what the plan promised, measured (issue 31, item 3). The CPU twin runs here; on a
 GPU `make gpu-check` runs the same harness with memory statistics."""
 
 from __future__ import annotations
 
 import pytest
 
-from romae import plan, promise
+from romae.compendium import plan
+from romae.runner import promise
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +38,7 @@ def test_the_table_says_what_was_sampled_and_goes_into_the_readme(pendulum, tmp_
     assert "| 14 | pendulum, ours | fp32 | cpu |" in text and "Not measured within the 0.5-minute budget" in text
     readme = tmp_path / "README.md"
     readme.write_text(f"before\n{promise.README_BEGIN}\nold\n{promise.README_END}\nafter\n")
-    promise.write_readme(readme, result, "python -m romae.promise --device this")
+    promise.write_readme(readme, result, "python -m romae.runner.promise --device this")
     out = readme.read_text()
     assert out.startswith("before\n") and out.endswith("after\n") and "old" not in out and text in out
 

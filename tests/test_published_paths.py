@@ -1,4 +1,4 @@
-"""No machine paths in anything published: the runner's redaction (romae.reproduce.redactor) on known messages,
+"""No machine paths in anything published: the runner's redaction (romae.runner.reproduce.redactor) on known messages,
 and a scan of every text file under reports/ (executed notebooks, pages, tables, results, summaries, runs.csv,
 the variants) for absolute file-system paths."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from romae import reproduce
+from romae.runner import reproduce
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORTS = ROOT / "reports"

@@ -16,8 +16,9 @@ import pandas as pd
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from romae import report, reproduce
-from romae.reference import artefacts, paper_values
+from romae.compendium import report
+from romae.runner import reproduce
+from romae.compendium.reference import artefacts, paper_values
 
 PARAMETERS = 'profile: str = "smoke"\nreports_dir: str = ""'
 ROW = paper_values()[0]
@@ -89,7 +90,7 @@ FIGURE = ("import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as
 
 
 def _runner(notebooks: Path, reports: Path, profile: str = "quick", **kw):
-    return subprocess.Popen([sys.executable, "-m", "romae.reproduce", "--profile", profile, "--notebooks",
+    return subprocess.Popen([sys.executable, "-m", "romae.runner.reproduce", "--profile", profile, "--notebooks",
                              str(notebooks), "--reports", str(reports), "--timeout", "120"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
 
@@ -137,7 +138,7 @@ def test_smoke_runs_go_to_their_own_tree(tmp_path, monkeypatch):
     notebooks.mkdir()
     _write(notebooks, "07_x.ipynb", [FIGURE.replace("VALUE", "1.0")])
     monkeypatch.setenv("ROMAE_REPORTS", str(tmp_path / "reports"))
-    proc = subprocess.run([sys.executable, "-m", "romae.reproduce", "--profile", "smoke", "--notebooks",
+    proc = subprocess.run([sys.executable, "-m", "romae.runner.reproduce", "--profile", "smoke", "--notebooks",
                            str(notebooks)], capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (tmp_path / "reports" / "smoke" / "figures" / "fig_x.png").exists()

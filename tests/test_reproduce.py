@@ -1,4 +1,4 @@
-"""The notebook runner (`python -m romae.reproduce`) on two throwaway notebooks in a temporary folder:
+"""The notebook runner (`python -m romae.runner.reproduce`) on two throwaway notebooks in a temporary folder:
 01_fail raises, 02_ok records a paper row, draws a figure and has an equation in its first cell.
 
 One real run (two kernels, about 15-25 s on 2 cores) is shared by this file and test_index_html.py.
@@ -21,8 +21,8 @@ import pandas as pd
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from romae import reproduce
-from romae.reference import paper_values
+from romae.runner import reproduce
+from romae.compendium.reference import paper_values
 
 ROOT = Path(__file__).resolve().parents[1]
 PARAMETERS = 'profile: str = "smoke"  # smoke | quick | paper\nreports_dir: str = ""  # empty: <repo>/reports'
@@ -34,7 +34,7 @@ def _notebook(cells) -> nbformat.NotebookNode:
     return nb
 
 
-# what a notebook tells the terminal (romae.terminal): its plan line, then one tiny training that says its start and end
+# what a notebook tells the terminal (romae.compendium.terminal): its plan line, then one tiny training that says its start and end
 TERMINAL_CELL = """import torch
 from romae import RoMAEConfig, RoMAEForPreTraining, TrainConfig, fit, size, terminal
 from romae.train import ArrayDataset
@@ -74,12 +74,12 @@ def write_notebooks(folder: Path) -> dict:
 
 @lru_cache(maxsize=None)
 def reproduced_run() -> SimpleNamespace:
-    """Run `python -m romae.reproduce --profile smoke` once over both notebooks (session-wide)."""
+    """Run `python -m romae.runner.reproduce --profile smoke` once over both notebooks (session-wide)."""
     tmp = Path(tempfile.mkdtemp(prefix="romae-reproduce-"))
     atexit.register(shutil.rmtree, tmp, ignore_errors=True)
     row = write_notebooks(tmp / "notebooks")
     reports = tmp / "reports"
-    proc = subprocess.run([sys.executable, "-m", "romae.reproduce", "--profile", "smoke", "--only", "01,02",
+    proc = subprocess.run([sys.executable, "-m", "romae.runner.reproduce", "--profile", "smoke", "--only", "01,02",
                            "--notebooks", str(tmp / "notebooks"), "--reports", str(reports), "--timeout", "120"],
                           cwd=tmp, capture_output=True, text=True, timeout=300)
     return SimpleNamespace(tmp=tmp, notebooks=tmp / "notebooks", reports=reports, proc=proc, row=row)
@@ -148,7 +148,7 @@ def test_executed_copy_keeps_outputs_without_timestamps(run):
 def test_run_records_its_code_and_hides_progress_bars(run):
     """Each published run lists the package modules its kernel imported with their hashes, and its
     notebook's; freshness is 'current' until one of them changes. No progress bar lands in the copy."""
-    from romae import report
+    from romae.compendium import report
 
     prov = json.loads((run.reports / "provenance" / "02_ok.json").read_text())
     assert prov["profile"] == "smoke" and "romae/report.py" in prov["modules"]

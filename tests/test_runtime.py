@@ -8,7 +8,9 @@ import os
 import pytest
 import torch
 
-from romae import report, reproduce, runtime
+from romae.compendium import report
+from romae.runner import reproduce
+from romae import runtime
 from romae.config import TrainConfig
 from romae.train import ArrayDataset, fit, fit_cached
 
@@ -106,7 +108,7 @@ def test_reproduce_restores_the_environment_and_records_the_stack(env, tmp_path)
 
 @needs_no_gpu
 def test_gpu_check_without_a_gpu_says_so_and_exits_0(tmp_path, capsys):
-    from romae import gpucheck
+    from romae.runner import gpucheck
 
     assert gpucheck.main(["--out", str(tmp_path / "gpu")]) == 0
     assert "no CUDA GPU here" in capsys.readouterr().out and not (tmp_path / "gpu").exists()
@@ -115,7 +117,7 @@ def test_gpu_check_without_a_gpu_says_so_and_exits_0(tmp_path, capsys):
 
 
 def test_gpu_check_refuses_a_skip_that_names_no_step_and_caps_the_plan_check(tmp_path, capsys):
-    from romae import gpucheck
+    from romae.runner import gpucheck
 
     with pytest.raises(SystemExit):
         gpucheck.main(["--out", str(tmp_path / "gpu"), "--skip", "dry rn"])

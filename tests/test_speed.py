@@ -1,6 +1,6 @@
 """Tests of the speed work: the roofline benchmark, the hand-derived RMSNorm backward, the sync-free
 (accelerator) path exercised on the CPU, and fit's torch.compile option. Speeds themselves are
-measured by `python -m romae.bench`, never asserted here."""
+measured by `python -m romae.runner.bench`, never asserted here."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import romae.masking
-from romae.bench import _ProductLog, main, roofline
+from romae.runner.bench import _ProductLog, main, roofline
 from romae.config import RoMAEConfig, TrainConfig, size
 from romae.model import RMSNorm, RoMAEForPrediction, RoMAEForPreTraining, _RMSNorm
 from romae.train import ArrayDataset, fit
@@ -261,7 +261,7 @@ def test_finite_check_fast_path_falls_back_when_the_sum_overflows():
 
 
 def test_authors_bench_names_what_is_missing(tmp_path):
-    from romae.bench import _load_authors
+    from romae.runner.bench import _load_authors
 
     with pytest.raises(FileNotFoundError, match="checkout of https://github.com/Chromeilion/RoMAE"):
         _load_authors(tmp_path)

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from romae.experiments import theory
-from romae.report import ROOT
+from romae.compendium.report import ROOT
 
 # float32 scores of unit-scale vectors with angles up to ~50 rad: rounding of the angles costs ~1e-6
 # relative; 1e-5 relative leaves a margin of ten.

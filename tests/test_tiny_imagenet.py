@@ -11,7 +11,7 @@ import pytest
 import torch
 from PIL import Image
 
-from romae import report
+from romae.compendium import report
 from romae.data import catalog
 from romae.data import tiny_imagenet as ti
 from romae.experiments import tiny_imagenet as E

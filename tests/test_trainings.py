@@ -1,4 +1,4 @@
-"""The committed record of finished trainings (romae.trainings): a paper run interrupted at any point and
+"""The committed record of finished trainings (romae.compendium.trainings): a paper run interrupted at any point and
 resumed on a fresh clone (an empty results cache, no checkpoints, only what was committed) trains only what is
 missing and reports what an uninterrupted run reports; weights are kept only when small; an entry of old code
 is stale; `make reproduce` opens the record for the paper profile only."""
@@ -10,7 +10,8 @@ import json
 import pytest
 import torch
 
-from romae import RoMAEConfig, TrainConfig, size, trainings
+from romae import RoMAEConfig, TrainConfig, size
+from romae.compendium import trainings
 from romae import train as T
 from romae.cache import cached
 from romae.recipe import pretrain_finetune
@@ -157,7 +158,7 @@ def test_the_paper_profile_opens_the_record_and_others_do_not(tmp_path, monkeypa
     import nbformat
     from nbformat.v4 import new_code_cell, new_notebook
 
-    from romae import reproduce
+    from romae.runner import reproduce
 
     nbs = tmp_path / "notebooks"
     nbs.mkdir()
@@ -180,7 +181,7 @@ def test_the_paper_profile_opens_the_record_and_others_do_not(tmp_path, monkeypa
 
 def test_a_paper_run_sets_the_quick_run_it_replaces_aside(tmp_path):
     """Paper leads the front page; the quick run it replaces stays reachable in reports/quick/ (files and page)."""
-    from romae import reproduce
+    from romae.runner import reproduce
 
     reports, stage = tmp_path / "reports", tmp_path / "stage"
     for root, profile, text in ((reports, "quick", "quick"), (stage, "paper", "paper")):
@@ -210,7 +211,7 @@ def test_a_paper_run_sets_the_quick_run_it_replaces_aside(tmp_path):
 
 
 def test_the_plan_estimate_counts_samples_of_a_dict_of_tensors_as_of_a_dataset():
-    from romae import plan
+    from romae.compendium import plan
 
     ds = _data(40, 0)
     cfg, tc = _model(), _tc()
@@ -260,7 +261,7 @@ def test_a_record_written_where_pyarrow_stores_strings_loads_without_it():
 def test_rows_name_the_device_their_kept_trainings_ran_on(tmp_path, monkeypatch):
     """A notebook that publishes on this CPU what a GPU trained (notebook 01's Table 1 on the H200) says so in
     its rows' device column, so the front page never reads 'paper scale, CPU' for it."""
-    from romae import report
+    from romae.compendium import report
 
     monkeypatch.setattr(trainings, "_DEVICES", {})
     here = report.device_label("cpu")
@@ -275,7 +276,7 @@ def test_rows_name_the_device_their_kept_trainings_ran_on(tmp_path, monkeypatch)
     assert trainings.devices() == [here, "NVIDIA H200"]
     column = report._device_column()
     assert column.startswith(f"trained on {here}, NVIDIA H200; published on {here}; ")
-    from romae.frontpage import _on_cpu_only
+    from romae.runner.frontpage import _on_cpu_only
 
     assert _on_cpu_only(f"{here}; torch") and not _on_cpu_only(column)
     intel = "cpu (Intel(R) Xeon(R) Processor, 2 threads)"  # a processor name with parentheses of its own
@@ -295,7 +296,7 @@ def test_a_results_cache_entry_names_the_device_its_training_ran_on(tmp_path, mo
     """A training's results-cache entry records its device: copied from a GPU's cache into this machine's, it is
     read as the GPU's (the rows then say 'trained on NVIDIA H200'); an entry written before devices were recorded,
     and a result that is not a training, count as this machine's."""
-    from romae import report
+    from romae.compendium import report
 
     here = report.device_label("cpu")
     folder = tmp_path / "cache"

@@ -146,7 +146,7 @@ def test_protocol_parameters_are_checked_and_named():
                        (dict(dropout_at="head"), "dropout_at: 'head'")):
         with pytest.raises(ValueError, match=match):
             U.config("quick", ["BasicMotions"], **bad)
-        with pytest.raises(ValueError, match=match):  # before a kernel starts (romae.reproduce's data check)
+        with pytest.raises(ValueError, match=match):  # before a kernel starts (romae.runner.reproduce's data check)
             U.data_needs("quick", ["BasicMotions"], "", reports_dir="", **bad)
 
 
@@ -211,7 +211,7 @@ def test_fine_tuning_tick_labels_never_overprint():
 
 
 def test_rows_are_reduced_only_when_their_facts_differ():
-    from romae import report
+    from romae.compendium import report
 
     st = U.PAPER_STATS["BasicMotions"]
     r = dict(name="BasicMotions", config=U.config("quick", ["BasicMotions"]), stats=st, full_stats=st,

@@ -1,5 +1,5 @@
 """Any UEA dataset in `quick` fits about 15 minutes on 2 cores: the plan (seeds, caps, thinning) for
-datasets of every shape, decided from the cost model (`romae.cost`), the same on every machine; the cost
+datasets of every shape, decided from the cost model (`romae.compendium.cost`), the same on every machine; the cost
 model's FLOPs against torch's flop counter; thinning keeps times; found datasets that are not
 classification are skipped, named ones are errors."""
 
@@ -10,8 +10,9 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from romae import RoMAEConfig, RoMAEForPrediction, RoMAEForPreTraining, cost, from_sequences, size
-from romae.bench import _CPU_ATTENTION_FLOPS
+from romae import RoMAEConfig, RoMAEForPrediction, RoMAEForPreTraining, from_sequences, size
+from romae.compendium import cost
+from romae.runner.bench import _CPU_ATTENTION_FLOPS
 from romae.experiments import uea as U
 
 SHAPES = {  # name: stats as `U.stats` gives them

@@ -135,7 +135,7 @@ def test_a_resume_on_other_data_with_the_same_steps_per_epoch_is_refused(tmp_pat
 # ----------------------------------------------------------------------------- long trainings survive
 
 def test_the_paper_profile_checkpoints_about_every_25_planned_minutes(monkeypatch):
-    from romae import plan
+    from romae.compendium import plan
 
     model_cfg = RoMAEConfig(token_dim=4, encoder=size("tiny"), decoder=size("tiny-shallow"))
     train_cfg = TrainConfig(epochs=10, batch_size=64)
@@ -251,7 +251,7 @@ def test_a_reader_never_sees_a_half_written_summary(tmp_path):
     import threading
     from pathlib import Path
 
-    from romae import report
+    from romae.compendium import report
 
     root = Path(__file__).resolve().parents[1] / "reports"
     for name in ("results.csv", "runs.csv"):

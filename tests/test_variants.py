@@ -11,8 +11,9 @@ import nbformat
 import pandas as pd
 from nbformat.v4 import new_markdown_cell, new_notebook
 
-from romae import report, reproduce
-from romae.reference import paper_values
+from romae.compendium import report
+from romae.runner import reproduce
+from romae.compendium.reference import paper_values
 
 ROW = paper_values()[0]
 NOTEBOOK = "12_uea_classification"  # a real notebook: its provenance record hashes a real file

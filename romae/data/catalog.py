@@ -30,7 +30,7 @@ archives checked at download; at load, their files with a listed checksum are ch
 makes the load stop rather than read fewer files.)
 
 A notebook says what it needs through its experiment module's `data_needs(profile, **parameters)`, a
-list of `Need`s; `missing(needs)` tells which are not here and `romae.reproduce` skips the notebook
+list of `Need`s; `missing(needs)` tells which are not here and `romae.runner.reproduce` skips the notebook
 (status "skipped", with the fetch command) instead of running it without its data.
 """
 

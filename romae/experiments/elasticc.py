@@ -39,16 +39,17 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import report, runtime, store
+from ..compendium import report
+from .. import runtime, store
 from ..cache import CACHE
 from ..config import RoMAEConfig, TrainConfig, check_profile, size
 from ..data import elasticc, files, lightcurves
 from ..data.catalog import Need, require
 from ..recipe import DROP_PATH_RULE, plot_learning_curves as plot_histories, pretrain_finetune
 from ..model import prediction_config
-from ..plan import Training
-from ..reference import peer_values
-from ..report import difference, difference_text, loss_flags, record, save_table, scale
+from ..compendium.plan import Training
+from ..compendium.reference import peer_values
+from ..compendium.report import difference, difference_text, loss_flags, record, save_table, scale
 
 EXPERIMENT = "table4_elasticc"
 STAND_IN = "stand-in light curves (not ELAsTiCC)"
@@ -142,7 +143,7 @@ PAPER_TRAIN_OBJECTS = 1_424_000
 
 
 def paper_trainings(processes: int = 1) -> list[Training]:
-    """Notebook 13's paper trainings (`romae.plan`): per encoder the pre-training and the fine-tunings (pre-trained
+    """Notebook 13's paper trainings (`romae.compendium.plan`): per encoder the pre-training and the fine-tunings (pre-trained
     and from scratch), light curves at ATAT's cap of 65 points per band."""
     cfg, out = config("paper", processes=processes), []
     shape = dict(n_tokens=cfg.max_per_band * len(elasticc.BANDS), samples=PAPER_TRAIN_OBJECTS, processes=processes,

@@ -32,17 +32,18 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import report, runtime
+from ..compendium import report
+from .. import runtime
 from ..audio import fbank, from_spectrograms
 from ..images import mae_reconstruction
 from ..config import RoMAEConfig, TrainConfig, check_profile, size
 from ..data import audioset, esc50, librispeech
 from ..data.catalog import Need, require
 from ..model import RoMAEForPreTraining, prediction_config
-from ..plan import Training
+from ..compendium.plan import Training
 from ..recipe import pretrain_finetune
-from ..reference import paper_values, peer_values
-from ..report import difference, difference_text, loss_flags, record, save_table, scale
+from ..compendium.reference import paper_values, peer_values
+from ..compendium.report import difference, difference_text, loss_flags, record, save_table, scale
 
 EXPERIMENT = "table3_esc50"
 SUBSET = "subset, no external pre-training"
@@ -145,7 +146,7 @@ ESC50_CLASSES, ESC50_FRAMES, ESC50_FOLDS = 50, 498, 5
 
 
 def paper_trainings(processes: int = 1) -> list[Training]:
-    """Notebook 11's paper trainings (`romae.plan`): one pre-training per source, fine-tuned on every fold."""
+    """Notebook 11's paper trainings (`romae.compendium.plan`): one pre-training per source, fine-tuned on every fold."""
     cfg = config("paper", processes=processes)
     model, bins = cfg.model_config(), cfg.mel_bins // cfg.patch
     clf = prediction_config(model, n_outputs=ESC50_CLASSES, label_smoothing=cfg.label_smoothing)

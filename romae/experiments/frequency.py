@@ -41,12 +41,13 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import plan, report, runtime
+from ..compendium import plan, report
+from .. import runtime
 from ..cache import cached
 from ..config import RoMAEConfig, TrainConfig, check_profile, size
 from ..data.sines import SineConfig, one_mode_freqs, sine_series, snr, two_mode_freqs
 from ..model import RoMAEForPreTraining
-from ..report import learned, loss_flags, record, save_table, scale
+from ..compendium.report import learned, loss_flags, record, save_table, scale
 from ..train import fit_cached
 
 EXPERIMENT = "fig3_frequency_retention"
@@ -120,7 +121,7 @@ def config(profile: str) -> FrequencyConfig:
 
 
 def paper_trainings() -> list[plan.Training]:
-    """Notebook 02's paper training (`romae.plan`): the interpolation model on 10,000 generated series."""
+    """Notebook 02's paper training (`romae.compendium.plan`): the interpolation model on 10,000 generated series."""
     cfg = config("paper")
     return [plan.Training("frequency interpolation", "pretrain", cfg.model_config(), cfg.train_config(), cfg.sines.T,
                           cfg.n_train, runs=1 + bool(cfg.control and cfg.position_scale != 1.0),

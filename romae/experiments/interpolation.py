@@ -27,15 +27,16 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import plan, report, runtime
+from ..compendium import plan, report
+from .. import runtime
 from ..cache import cached
 from ..config import RoMAEConfig, TrainConfig, check_profile, size
 from ..data import spiral as S
 from ..data import synthetic as Y
 from ..masking import pad_observed
 from ..model import RoMAEForPreTraining
-from ..reference import paper_values, peer_values
-from ..report import record, save_table
+from ..compendium.reference import paper_values, peer_values
+from ..compendium.report import record, save_table
 from ..train import fit_cached
 
 EXPERIMENT = "table7_interpolation"
@@ -149,7 +150,7 @@ def _reconstruct(model, values, positions, mask, pad_mask=None, batch: int = 256
 
 
 def paper_trainings(prof: InterpolationProfile | None = None, suffix: str = "") -> list[plan.Training]:
-    """Notebook 15's paper trainings (`romae.plan`): Spiral and Synthetic, every seed (shapes as run_spiral and
+    """Notebook 15's paper trainings (`romae.compendium.plan`): Spiral and Synthetic, every seed (shapes as run_spiral and
     run_synthetic build them: Synthetic pads its 3-10 observed points to equal mask sizes)."""
     prof = prof or config("paper")
     sp, spd, sy, syd = prof.spiral, prof.spiral_data, prof.synthetic, prof.synthetic_data

@@ -48,15 +48,15 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import plan, report, runtime
+from ..compendium import plan, report
+from .. import runtime
 from ..config import RoMAEConfig, TrainConfig, check_profile
 from ..data import spiral as S
 from ..data import synthetic as Y
 from ..data.sines import sine_series
 from ..masking import random_mask
 from ..model import RoMAEForPreTraining
-from ..report import (REPORTS, difference, difference_text, learned, loss_flags, record, save_figure, save_table,
-                      scale)
+from ..compendium.report import REPORTS, difference, difference_text, learned, loss_flags, record, save_figure, save_table, scale
 from ..train import ArrayDataset, _make_optimizer, fit, lr_at
 from . import frequency, interpolation
 
@@ -85,7 +85,7 @@ def control_config(profile: str, init: str) -> frequency.FrequencyConfig:
 
 
 def paper_trainings() -> list[plan.Training]:
-    """Notebook 04's paper trainings (`romae.plan`): the three pieces with MAE's N(0, 0.02) [MASK]. Their zeros
+    """Notebook 04's paper trainings (`romae.compendium.plan`): the three pieces with MAE's N(0, 0.02) [MASK]. Their zeros
     runs are notebooks 15's and 02's own paper runs (same cache key: trained once, counted there)."""
     c = control_config("paper", "normal")
     return interpolation.paper_trainings(interpolation_profile("paper", "normal"), ", normal [MASK]") + [

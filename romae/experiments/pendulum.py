@@ -28,12 +28,13 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import plan, report, runtime
+from ..compendium import plan, report
+from .. import runtime
 from ..config import RoMAEConfig, TrainConfig, check_profile, size
 from ..data import pendulum as P
 from ..model import RoMAEForPrediction
-from ..reference import paper_values, peer_values
-from ..report import record, save_table
+from ..compendium.reference import paper_values, peer_values
+from ..compendium.report import record, save_table
 from ..train import fit_cached
 
 EXPERIMENT = "table5_pendulum"
@@ -125,13 +126,13 @@ def train_seed(run: PendulumRun, seed: int, data: dict, cache_dir=None, refresh=
     key = dict(data=dataclasses.asdict(run.data), pixel_norm=run.pixel_norm)
     train = plan.fit_memory(run.train_config(seed), run.model_config(), data["values"].shape[1], "finetune", profile,
                             padded=plan.is_padded(data))
-    # the evaluation reads the weights: small enough to be kept with a committed paper run (romae.trainings)
+    # the evaluation reads the weights: small enough to be kept with a committed paper run (romae.compendium.trainings)
     return fit_cached("pendulum_model", RoMAEForPrediction, run.model_config(), data, train,
                       key, seed=seed, cache_dir=cache_dir, refresh=refresh, checkpoints=checkpoints, need_weights=True)
 
 
 def paper_trainings() -> list[plan.Training]:
-    """Notebook 14's paper trainings (`romae.plan`): ours and the authors' configuration, every seed."""
+    """Notebook 14's paper trainings (`romae.compendium.plan`): ours and the authors' configuration, every seed."""
     return [plan.Training(f"pendulum, {label}", "finetune", c.model_config(), c.train_config(c.seeds[0]),
                           int(c.data.sample_rate * c.data.T), c.data.n_train, runs=len(c.seeds), source="Table 15")
             for label, c in variants(config("paper"))]

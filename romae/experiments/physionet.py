@@ -64,7 +64,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import plan, report, runtime
+from ..compendium import plan, report
+from .. import runtime
 from ..builders import from_long
 from ..cache import cached
 from ..config import RoMAEConfig, TrainConfig, check_profile, size
@@ -72,8 +73,8 @@ from ..data import physionet as P
 from ..data.catalog import Need, require
 from ..masking import equalize, keep_groups, trim_padding
 from ..model import RoMAEForPreTraining
-from ..reference import peer_values
-from ..report import record, save_table
+from ..compendium.reference import peer_values
+from ..compendium.report import record, save_table
 from ..feeding import bucketed
 from ..train import fit_cached
 
@@ -82,7 +83,7 @@ PAPER_TRAIN_RECORDS = 6_400  # 80 % of set-a + set-b's 8,000 records (mTAN's spl
 PAPER_TEST_RECORDS = 1_600  # the other 20 %
 PAPER_POSITIONS = "t x 1"  # App. D.9: time t / T in [0, 1] (our time_scale 1)
 PAPER_MAX_TOKENS = 1_501  # observed (time, variable) cells of the longest training record (counted on the data at
-#                           P.QUANTIZATION; 438 on average): the plan's padded length (romae.plan)
+#                           P.QUANTIZATION; 438 on average): the plan's padded length (romae.compendium.plan)
 # the scorings, the headline one (LEAD) first
 NORMS = {"zscore": "z-score", "zscore_inliers": "z-score, gross outliers unscored", "minmax": "min-max"}
 LEAD = "zscore"  # the paper's protocol (every hidden value scored, as HeTVAE's evaluate_hetvae): paper_values.csv
@@ -168,7 +169,7 @@ PROFILES = {
 
 
 def paper_trainings() -> list[plan.Training]:
-    """Notebook 16's paper trainings (`romae.plan`): RoMAE and its raw-time control on the 6,400 training records."""
+    """Notebook 16's paper trainings (`romae.compendium.plan`): RoMAE and its raw-time control on the 6,400 training records."""
     prof = config("paper")
     runs = [prof.run] + ([prof.control] if prof.control is not None else [])
     return [plan.Training(f"physionet, time x {r.time_scale:g}", "pretrain", r.model_config(), r.train_config(),

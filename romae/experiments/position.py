@@ -38,14 +38,14 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import torch
 
-from .. import plan, report, runtime, terminal
+from ..compendium import plan, report, terminal
+from .. import runtime
 from ..cache import cached
 from ..config import EncoderConfig, RoMAEConfig, TrainConfig, check_profile
 from ..data.position import position_grid, position_samples, uniform_variance
 from ..model import RoMAEForPrediction
-from ..reference import paper_values
-from ..report import (difference, difference_text, learned, learned_text, loss_flags, record, reference_name,
-                      row_status, save_table, scale)
+from ..compendium.reference import paper_values
+from ..compendium.report import difference, difference_text, learned, learned_text, loss_flags, record, reference_name, row_status, save_table, scale
 from ..train import ArrayDataset, fit
 
 EXPERIMENT = "table1_position_reconstruction"
@@ -178,7 +178,7 @@ def config(profile: str) -> PositionProfile:
 
 
 def paper_trainings() -> list[plan.Training]:
-    """Notebook 01's paper trainings (`romae.plan`): Table 1's sizes with and without [CLS], Figure 2's two ranges."""
+    """Notebook 01's paper trainings (`romae.compendium.plan`): Table 1's sizes with and without [CLS], Figure 2's two ranges."""
     t1, f2 = config("paper").table1, config("paper").fig2
     return [plan.Training(f"table1 {setting_name(r.size, cls)}", "finetune", t1.model_config(r, cls),
                           t1.train_config(r, r.seeds[0]), t1.n_tokens, r.n_train, runs=len(r.seeds), source="Sec. 5.1")
@@ -220,7 +220,7 @@ def _train(model_cfg: RoMAEConfig, train_cfg: TrainConfig, train: dict, test: di
 
 
 def _kept(name: str, label: str, key: dict, compute, cache_dir, refresh: bool, planned: float | None) -> dict:
-    """`cached(name, key, compute)` as a training: kept in the committed record of a paper run (`romae.trainings`),
+    """`cached(name, key, compute)` as a training: kept in the committed record of a paper run (`romae.compendium.trainings`),
     and told in the terminal as `label` (trained, with the plan's seconds, or already done)."""
     computed = []
 
@@ -237,7 +237,7 @@ def _kept(name: str, label: str, key: dict, compute, cache_dir, refresh: bool, p
 
 def _planned(model_cfg: RoMAEConfig, train_cfg: TrainConfig, n_tokens: int, samples: int) -> float | None:
     """The plan's seconds for a run that is kept in the committed record of trainings (else not needed: None)."""
-    from .. import trainings
+    from ..compendium import trainings
 
     if trainings.open_folder() is None or runtime.dry_run():
         return None

@@ -31,15 +31,16 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from .. import plan, report, runtime
+from ..compendium import plan, report
+from .. import runtime
 from ..config import RoMAEConfig, TrainConfig, check_profile, size
 from ..data import tiny_imagenet
 from ..data.catalog import Need, require
 from ..images import GridDataset, from_images, mae_reconstruction, rand_augment
 from ..model import RoMAEForPreTraining, prediction_config
 from ..recipe import plot_learning_curves as plot_histories, pretrain_finetune
-from ..reference import paper_values, peer_values
-from ..report import difference, difference_text, loss_flags, record, save_table, scale
+from ..compendium.reference import paper_values, peer_values
+from ..compendium.report import difference, difference_text, loss_flags, record, save_table, scale
 
 EXPERIMENT = "table2_tiny_imagenet"
 # Table 2's rows (the summary's settings) -> (pos_encoding, use_cls)
@@ -147,7 +148,7 @@ PROFILES = {
 
 
 def paper_trainings(processes: int = 1) -> list[plan.Training]:
-    """Notebook 10's paper trainings (`romae.plan`): each variant's pre-training and fine-tuning, every seed, on
+    """Notebook 10's paper trainings (`romae.compendium.plan`): each variant's pre-training and fine-tuning, every seed, on
     `processes` GPUs (the global batch split over them)."""
     cfg = config("paper", processes=processes)
     grid = cfg.image_size // cfg.patch

@@ -14,7 +14,7 @@ Any UEA/UCR classification dataset under `<data>/uea/<Name>/` runs; by default t
 five and every other one it finds. Datasets outside Table 12 get `DEFAULT_FINETUNE` (ours, said in every
 note). In `quick`, a dataset outside Table 6 is fitted into about 15 minutes on the reference 2-core CPU
 (`plan`: fewer seeds, capped steps, and for very long series fewer tokens, in that order; each reduction
-is written in the rows' notes). The plan is computed from the analytic cost model of `romae.cost`, so it
+is written in the rows' notes). The plan is computed from the analytic cost model of `romae.compendium.cost`, so it
 is the same on every machine; the time it will take on this one is measured and printed before training.
 
 The notebook's parameters `drop`, `encoder`, `labels_per_class` and `dropout_at` change the protocol
@@ -37,16 +37,17 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import baselines, cost, metrics, report, runtime, terminal
+from .. import baselines, metrics, runtime
+from ..compendium import cost, report, terminal
 from ..builders import from_sequences
 from ..config import SIZES, RoMAEConfig, TrainConfig, as_list, check_profile, size
 from ..data import files, uea
 from ..data.catalog import Need, require
-from ..plan import Training
+from ..compendium.plan import Training
 from ..model import RoMAEForPrediction, RoMAEForPreTraining, prediction_config
 from ..recipe import DROP_PATH_RULE, pretrain_finetune
-from ..reference import peer_values
-from ..report import device_label, record, save_table
+from ..compendium.reference import peer_values
+from ..compendium.report import device_label, record, save_table
 
 EXPERIMENT = "table6_uea"
 DROP_SEED = 56789  # Kidger et al.'s generator seed for the irregular UEA drop
@@ -368,7 +369,7 @@ def classifier_config(model_cfg: RoMAEConfig, ft: Finetune, n_classes: int, drop
 
 
 def paper_trainings(datasets=uea.TABLE6) -> list[Training]:
-    """Notebook 12's paper trainings (`romae.plan`) on `datasets` (sizes: PAPER_STATS): per dataset the
+    """Notebook 12's paper trainings (`romae.compendium.plan`) on `datasets` (sizes: PAPER_STATS): per dataset the
     pre-training and the fine-tunings (pre-trained and from scratch; all labels and the label-scarce budgets)."""
     cfg, out = config("paper", list(datasets)), []
     variants = 2 if cfg.from_scratch else 1
@@ -421,7 +422,7 @@ def schedule(cfg: UEARun, name: str, st: dict) -> dict:
 
 
 def reference_seconds(cfg: UEARun, name: str, st: dict, speed: dict | None = None) -> float:
-    """Seconds of all of a run's trainings and predictions on the reference CPU (romae.cost); `speed`
+    """Seconds of all of a run's trainings and predictions on the reference CPU (romae.compendium.cost); `speed`
     {stage: this device's step time / the reference's} turns it into an estimate for another device."""
     sch = schedule(cfg, name, st)
     model = dataclasses.replace(cfg.model_config(st["channels"]), n_outputs=max(st["classes"], 1))
@@ -524,7 +525,7 @@ def describe(name: str, st: dict, c: UEARun, reductions: list[str], seconds: flo
 
 def measured_estimate(name: str, data: dict, c: UEARun, st: dict) -> tuple[float, dict]:
     """Seconds the plan will take on this device -> (seconds, {stage: measured seconds per step}): one step of
-    each stage is timed with the real models on a real batch (`romae.cost.measured_step_seconds`), and the
+    each stage is timed with the real models on a real batch (`romae.compendium.cost.measured_step_seconds`), and the
     plan's reference cost is scaled by the measured / reference ratio of each stage."""
     train, test = data["train"], data["test"]
     sch = schedule(c, name, st)
@@ -675,7 +676,7 @@ def run(profile: str = "smoke", datasets=None, data_root=None, reports_dir=None,
     cfg = config(profile, datasets, data_root, **params)
     shown = log
 
-    def log(line):  # each line also goes to the terminal of `make reproduce` (romae.terminal): plans, estimates
+    def log(line):  # each line also goes to the terminal of `make reproduce` (romae.compendium.terminal): plans, estimates
         shown(line)
         terminal.say(line)
 

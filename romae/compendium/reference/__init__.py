@@ -25,7 +25,7 @@ def paper_values() -> tuple[dict, ...]:
     """All rows of paper_values.csv: experiment, setting, metric, paper, paper_std, rule, tolerance, better,
     source, reference (whose value: paper | the authors' code | a peer; default paper).
 
-    `rule`, `tolerance` and `better` (higher | lower | empty) state how `romae.report.status` compares
+    `rule`, `tolerance` and `better` (higher | lower | empty) state how `romae.compendium.report.status` compares
     our number with the paper's and in which direction a difference is an improvement.
     """
     with open(PAPER_VALUES, newline="") as f:

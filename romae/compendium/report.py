@@ -26,11 +26,11 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from . import runtime
-from .data import files
+from .. import runtime
+from ..data import files
 from .reference import paper_values
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 REPORTS = ROOT / "reports"
 RESULT_COLUMNS = ["experiment", "setting", "metric", "ours", "ours_std", "n_seeds", "profile", "device",
                   "note", "scale", "learned", "flags", "interval"]
@@ -64,7 +64,7 @@ def device_label(device: str | torch.device | None = None) -> str:
     return f"cpu ({name}, {torch.get_num_threads()} threads)"
 
 
-MANIFEST = "ROMAE_RUN_MANIFEST"  # set by romae.reproduce: where the kernel lists the package modules it ran
+MANIFEST = "ROMAE_RUN_MANIFEST"  # set by romae.runner.reproduce: where the kernel lists the package modules it ran
 
 
 def file_hash(path: Path) -> str:
@@ -116,7 +116,7 @@ def freshness(provenance: dict) -> tuple[str, list[str]]:
 
 def provenance_of(notebook: str, profile: str, reports_dir: str | Path | None = None) -> dict:
     """The provenance record of a notebook's published run in `profile` ({} if none): written by
-    romae.reproduce beside the artefacts (<reports>/provenance/, or <reports>/<profile>/provenance/)."""
+    romae.runner.reproduce beside the artefacts (<reports>/provenance/, or <reports>/<profile>/provenance/)."""
     folder = reports_path(reports_dir)
     for path in (folder / "provenance" / f"{notebook}.json", folder / profile / "provenance" / f"{notebook}.json"):
         if path.exists():
@@ -319,7 +319,7 @@ def loss_flags(losses, spike: float = SPIKE_FACTOR, erratic: float = ERRATIC_STE
 
 def _device_column() -> str:
     """Where a row's numbers were computed: this device and stack; where trainings of another device stand behind
-    the notebook's rows (read from `romae.trainings`' record: trained on a GPU, published on a CPU), every device its
+    the notebook's rows (read from `romae.compendium.trainings`' record: trained on a GPU, published on a CPU), every device its
     trainings ran on first (per notebook process, not per row)."""
     from . import trainings
 
@@ -589,15 +589,15 @@ def build_summary(reports_dir: str | Path | None = None) -> pd.DataFrame:
 
 def artefact_view(summary: pd.DataFrame, reports_dir: str | Path | None = None,
                   runs: pd.DataFrame | None = None) -> pd.DataFrame:
-    """One row per paper artefact with the verdicts of its rows (`romae.frontpage.artefact_view`)."""
-    from . import frontpage  # the front page's layout lives apart: notebooks' kernels never import it
+    """One row per paper artefact with the verdicts of its rows (`romae.runner.frontpage.artefact_view`)."""
+    from ..runner import frontpage
 
     return frontpage.artefact_view(summary, reports_dir, runs)
 
 
 def _summary_markdown(summary: pd.DataFrame, reports_dir=None) -> str:
-    """SUMMARY.md's text: the claims table, the coverage line, the artefacts, every row (`romae.frontpage`)."""
-    from . import frontpage
+    """SUMMARY.md's text: the claims table, the coverage line, the artefacts, every row (`romae.runner.frontpage`)."""
+    from ..runner import frontpage
 
     return frontpage.summary_markdown(summary, reports_dir)
 
@@ -828,3 +828,20 @@ def status_table(rows: list[dict]) -> pd.DataFrame:
                             ours=r["ours"], status=row_status(p, r), measured=comparison(p, r),
                             learned=learned_text(r["learned"])))
     return pd.DataFrame(out, columns=["setting", "metric", "reference", "paper", "ours", "status", "measured", "learned"])
+
+
+# ----------------------------------------------------------------------------- variants' folder names
+
+def show_params(overrides: dict) -> list[str]:
+    """['name=value', ...] sorted, a list as its comma-separated names (as typed on the command line)."""
+    return [f"{k}={','.join(map(str, v)) if isinstance(v, (list, tuple)) else v}" for k, v in sorted(overrides.items())]
+
+
+def variant_slug(stem: str, profile: str, overrides: dict) -> str:
+    """A folder name for a run with non-default parameters: <notebook>--<profile>--name=value... ('' for none:
+    the notebook's own run)."""
+    return _slug([stem, profile, *show_params(overrides)]) if overrides else ""
+
+
+def _slug(parts: list[str]) -> str:
+    return re.sub(r"[^A-Za-z0-9_.,=+-]", "_", "--".join(parts))[:150]

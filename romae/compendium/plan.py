@@ -1,7 +1,7 @@
 """A plan before the run: what each notebook's paper profile trains, how much memory a device needs, which
 micro-batch fits, and how long it takes.
 
-    python -m romae.bench plan --profile paper --device h100 --gpu-memory 80
+    python -m romae.runner.bench plan --profile paper --device h100 --gpu-memory 80
     plan.show("12", profile)                  # a notebook's first cells: its own plan (paper profile only)
     plan.fit_memory(train_cfg, model_cfg, n_tokens, "pretrain", profile)   # TrainConfig with the planned micro-batch
 
@@ -23,12 +23,12 @@ is counted at its longest sample, with a padding mask. Not counted, hence the pl
 (counted bytes) + CONTEXT_GIB: the CUDA context and library workspaces, allocator fragmentation, the backward's
 transient buffers, a dataset kept on the device. Counts are cached in-process and on disk (romae.cache, keyed by the model code).
 
-Time per optimiser step on a GPU = FLOPs (`romae.cost.step_flops`, the roofline's count) / (the data sheet's
+Time per optimiser step on a GPU = FLOPs (`romae.compendium.cost.step_flops`, the roofline's count) / (the data sheet's
 peak dense FLOP/s x EFFICIENCY) + OVERHEAD per transformer block and micro-batch (kernel launches: eager PyTorch
 is launch-bound on RoMAE's narrow models), per micro-batch and per step: calibrated on an NVIDIA H200
-(`romae.promise` in `make gpu-check`, 2026-11-26, reports/gpu/), an estimate for other GPUs and shapes.
-`cpu` is romae.cost's fitted reference CPU (FP32) x CPU_FACTOR, calibrated on the paper trainings themselves;
-`this` scales romae.cost's model by a step measured here (`romae.cost.measured_step_seconds`). GB means GiB (2^30 bytes) throughout.
+(`romae.runner.promise` in `make gpu-check`, 2026-11-26, reports/gpu/), an estimate for other GPUs and shapes.
+`cpu` is romae.compendium.cost's fitted reference CPU (FP32) x CPU_FACTOR, calibrated on the paper trainings themselves;
+`this` scales romae.compendium.cost's model by a step measured here (`romae.compendium.cost.measured_step_seconds`). GB means GiB (2^30 bytes) throughout.
 """
 
 from __future__ import annotations
@@ -52,8 +52,8 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 from . import cost
-from .cache import cached
-from .config import RoMAEConfig, TrainConfig, to_json
+from ..cache import cached
+from ..config import RoMAEConfig, TrainConfig, to_json
 
 GIB = 2 ** 30
 HEADROOM = 1.25  # planned peak / counted bytes: fragmentation, transient backward buffers (assumed, not measured)
@@ -74,8 +74,8 @@ EFFICIENCY = {"fp32": 0.5, "tf32": 0.3, "bf16": 0.2}
 # term) said 5 ms. The others are the first plan's assumptions (2-block Pendulum measured within 2x of them).
 # Against the 30 steps measured with a number: measured / planned median 0.96, 25 within 25 % (the first plan: none)
 OVERHEAD = {"block": {"fp32": 1.9e-3, "tf32": 1.9e-3, "bf16": 2.6e-3}, "micro": 3e-3, "step": 2e-3}
-# the reference CPU's paper-training steps / romae.cost's model of them: romae.cost was fitted on RoMAE-tiny steps
-# (batch 8-64), but every paper training measured on the same 2-core AMD EPYC (`python -m romae.promise --device
+# the reference CPU's paper-training steps / romae.compendium.cost's model of them: romae.compendium.cost was fitted on RoMAE-tiny steps
+# (batch 8-64), but every paper training measured on the same 2-core AMD EPYC (`python -m romae.runner.promise --device
 # this`, idle, 2026-11-26: 47 trainings, README's promise table) ran 1.1-2.5x its estimate, median 1.74, with no
 # clear dependence on depth, width or tokens (a per-block term did not fit better: 74 % of rows within 25 % against
 # 74 % for the factor alone); the kept paper trainings agree (wall / plan: Pendulum 1.31, Spiral 1.69). With it,
@@ -94,7 +94,7 @@ class Training:
     """One training of a notebook's paper profile, as its run builds it."""
 
     name: str  # e.g. "uea:Epilepsy pre-training"
-    stage: str  # romae.cost's: "pretrain" (MAE) | "finetune" (supervised)
+    stage: str  # romae.compendium.cost's: "pretrain" (MAE) | "finetune" (supervised)
     model: RoMAEConfig  # the model the run trains
     train: TrainConfig  # its training (batch_size per process)
     n_tokens: int  # data tokens per sample, [CLS] not included (padded data: the longest sample)
@@ -149,7 +149,7 @@ def _batch(cfg: RoMAEConfig, stage: str, micro: int, n_tokens: int, padded: bool
 def _model(model_json: str, stage: str, attention_dropout: bool = False) -> torch.nn.Module:
     """The model a training of `stage` builds, in training mode; attention dropout off unless asked (see the
     module doc: the math kernel materialises its mask, the fused kernels do not)."""
-    from .model import Attention, RoMAEForPrediction, RoMAEForPreTraining
+    from ..model import Attention, RoMAEForPrediction, RoMAEForPreTraining
 
     cfg = dataclasses.replace(RoMAEConfig.from_dict(json.loads(model_json)), init="default")  # only shapes matter
     with torch.random.fork_rng(devices=[]):  # the caller's generator stays as it was
@@ -202,7 +202,7 @@ def _saved_bytes(model_json: str, stage: str, n_tokens: int, micro: int, bf16: b
     "math"); else the CPU's fused kernel, attention dropout off."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    from . import masking
+    from .. import masking
 
     model = _model(model_json, stage, attention_dropout=math_kernel)
     seen: dict[int, int] = {}
@@ -269,7 +269,7 @@ def _measured(t: Training, micros: tuple, bf16: bool, math_kernel: bool = False)
 @functools.lru_cache(maxsize=None)
 def _code_version() -> str:
     """The version of the code that decides the saved activations: the model's modules and the counting here."""
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parents[1]
     counting = "".join(inspect.getsource(f) for f in (_batch, _model, _saved_bytes, _measured, attention_kernel))
     return hashlib.sha256(b"".join((here / f).read_bytes() for f in CODE) + counting.encode()).hexdigest()
 
@@ -292,7 +292,7 @@ def pick_micro_batch(batch: int, mem: Memory, memory_gib: float | None) -> tuple
 
 def device_memory_gib() -> float | None:
     """Memory per device a run plans for: ROMAE_GPU_MEMORY (romae.runtime), else the CUDA device's, else None."""
-    from . import runtime
+    from .. import runtime
 
     rt = runtime.current()
     if rt.gpu_memory_gb is not None:
@@ -337,7 +337,7 @@ CHECKPOINT_MINUTES = 25.0  # a paper training saves a checkpoint about this ofte
 def planned_device() -> str:
     """The plan's name for the device this process trains on: h100 / a100 by the GPU's name (another GPU is
     planned as an h100), cpu (the reference CPU) without one."""
-    from . import runtime
+    from .. import runtime
 
     name = runtime.accelerator_name() if runtime.current().device != "cpu" else None
     if name is None or not torch.cuda.is_available():
@@ -385,7 +385,7 @@ def training_seconds(stage: str, model_cfg: RoMAEConfig, train_cfg: TrainConfig,
                      device: str | None = None) -> float | None:
     """The plan's seconds for one training of `model_cfg` with `train_cfg` on `data` (or on `samples` samples of
     `n_tokens` tokens): its steps x the modelled step time on `device` (default: `planned_device()`, the reference
-    CPU without a GPU); None where not modelled. What `romae.trainings` records beside the measured wall time."""
+    CPU without a GPU); None where not modelled. What `romae.compendium.trainings` records beside the measured wall time."""
     if data is not None:  # a dataset, or a dict of tensors (its samples: the length of its values)
         n = len(data["values"]) if isinstance(data, dict) else len(data)
         t = Training("", stage, model_cfg, train_cfg, tokens_of(data), n, padded=is_padded(data),
@@ -402,7 +402,7 @@ def training_seconds(stage: str, model_cfg: RoMAEConfig, train_cfg: TrainConfig,
 
 
 def _precision(train_cfg: TrainConfig) -> str:
-    from . import runtime
+    from .. import runtime
 
     return runtime.current().precision or ("bf16" if train_cfg.bf16 else "fp32")
 
@@ -433,7 +433,7 @@ def step_seconds(t: Training, device: str, precision: str, k: int) -> float | No
 # The host's share of a step: building the batch. "store": romae.store.TokenStore.batch (ELAsTiCC's light curves,
 # thinned to 65 per band); "images": romae.images.GridDataset (gather the uint8 images; on the CPU also augment,
 # resize and patch them; a GPU finishes them itself, on the device). Seconds per sample measured on the
-# compendium's 2-core CPU (AMD EPYC) by `python -m romae.bench plan --device this` (FEED_MEASURED below); "this"
+# compendium's 2-core CPU (AMD EPYC) by `python -m romae.runner.bench plan --device this` (FEED_MEASURED below); "this"
 # measures them again wherever it runs. On a GPU the batch is built by a thread while the previous step trains
 # (romae.feeding's prefetch), so a step takes the longer of the two; on the CPU one after the other.
 FEEDS = ("store", "images")
@@ -467,9 +467,9 @@ def _feed_here(kind: str, side: int = 0, patch: int = 0, n: int = 256) -> float:
     import tempfile
 
     if kind == "store":
-        from . import store
-        from .bench import feed_table, write_feed_shard
-        from .data.elasticc import MAX_PER_BAND
+        from .. import store
+        from ..runner.bench import feed_table, write_feed_shard
+        from ..data.elasticc import MAX_PER_BAND
 
         with tempfile.TemporaryDirectory(prefix="romae-plan-feed-") as tmp:
             write_feed_shard(tmp, "part-0", feed_table(n * 4))
@@ -481,7 +481,7 @@ def _feed_here(kind: str, side: int = 0, patch: int = 0, n: int = 256) -> float:
                 data.batch(torch.randperm(len(data), generator=torch.Generator().manual_seed(i))[:n])
                 times.append(time.perf_counter() - t0)
         return statistics.median(times) / n
-    from .images import GridDataset, rand_augment
+    from ..images import GridDataset, rand_augment
 
     g = torch.Generator().manual_seed(0)
     grids = torch.randint(0, 256, (n * 2, 3, 64, 64), dtype=torch.uint8, generator=g)
@@ -501,7 +501,7 @@ def _feed_here(kind: str, side: int = 0, patch: int = 0, n: int = 256) -> float:
 @functools.lru_cache(maxsize=None)
 def _speed_here(model_json: str, stage: str, n_tokens: int, train_json: str) -> float:
     """This machine's step time / the reference CPU's, measured on a step of 2 samples."""
-    from .model import RoMAEForPrediction, RoMAEForPreTraining
+    from ..model import RoMAEForPrediction, RoMAEForPreTraining
 
     cfg = RoMAEConfig.from_dict(json.loads(model_json))
     train = TrainConfig(**json.loads(train_json))
@@ -634,9 +634,9 @@ def describe(p: dict) -> str:
     scope_line = ([f"Out of scope on a CPU (one training over {CPU_SCOPE_HOURS:g} h; a GPU's work): "
                    + "; ".join(scope) + "."] if scope else
                   [f"Every training here takes at most {CPU_SCOPE_HOURS:g} h on its own: in scope on a CPU, run "
-                   "in pieces (romae.trainings keeps each finished one)."] if s["device"] in ("cpu", "this") else [])
+                   "in pieces (romae.compendium.trainings keeps each finished one)."] if s["device"] in ("cpu", "this") else [])
     errors = [abs(x["check_error"]) for r in p["rows"] for x in r["precision"].values() if x["check_error"] is not None]
-    where = {"cpu": f"the reference {cost.REFERENCE} (romae.cost's fitted model x {CPU_FACTOR:g}, the ratio its paper "
+    where = {"cpu": f"the reference {cost.REFERENCE} (romae.compendium.cost's fitted model x {CPU_FACTOR:g}, the ratio its paper "
                     "trainings measured against it; FP32 only)",
              "this": "this machine, scaled from a 2-sample step measured here (FP32 only)"}.get(s["device"])
     efficiency = ", ".join(f"{k} {v:g}" for k, v in s["efficiency"].items())
@@ -669,7 +669,7 @@ def show(notebook: str, profile: str, gpus: int = 1) -> None:
     """Print notebook `notebook`'s plan for this machine (paper profile only; otherwise nothing)."""
     if profile != "paper":
         return
-    from . import runtime
+    from .. import runtime
 
     on_gpu = runtime.current().device != "cpu" and torch.cuda.is_available()  # DEVICE=cpu: the CPU's plan
     name = torch.cuda.get_device_name(0) if on_gpu else ""
@@ -686,7 +686,7 @@ def show(notebook: str, profile: str, gpus: int = 1) -> None:
     hours = p["totals"].get(notebook, {}).get("fp32")
     if notebook not in COUNTS_ITS_OWN:
         terminal.expect(runs, planned=None if hours is None else hours * 3600)
-    where = "on this device" if name else "on the reference CPU (romae.cost; this one may be slower)"
+    where = "on this device" if name else "on the reference CPU (romae.compendium.cost; this one may be slower)"
     terminal.say(f"plan (paper profile, {name or 'this CPU'}): {len(p['rows'])} trainings x their seeds = {runs} runs, "
                  + (f"about {_hours(hours)} h in FP32 {where}" if hours is not None else "FP32 does not fit")
                  + (f"; {COUNTS_ITS_OWN[notebook]}" if notebook in COUNTS_ITS_OWN else ""))
@@ -703,7 +703,7 @@ README_BEGIN, README_END = "<!-- plan:begin -->", "<!-- plan:end -->"
 def readme_block(p: dict) -> str:
     """What the README holds between its plan markers: the command, the notes and the markdown table."""
     s = p["settings"]
-    command = (f"python -m romae.bench plan --profile paper --device {s['device']} --gpus {s['gpus']} "
+    command = (f"python -m romae.runner.bench plan --profile paper --device {s['device']} --gpus {s['gpus']} "
                f"--gpu-memory {s['memory_gib']:g} --markdown --readme README.md")
     return f"`{command}` wrote this table.\n\n{describe(p)}\n\n{table(p, markdown=True)}\n"
 

@@ -3,7 +3,7 @@
 A notebook's output goes into its executed copy; a few lines also go to the terminal that started the run:
 the notebook's plan (sizes, the estimate on the reference CPU and on this device), a line when each training
 starts and ends (trainings done / expected, elapsed time, time left), a line a minute in long trainings, and
-the results. `romae.reproduce` names a file in $ROMAE_ECHO and prints every line appended to it as it comes;
+the results. `romae.runner.reproduce` names a file in $ROMAE_ECHO and prints every line appended to it as it comes;
 `say` appends. Outside such a run (a notebook opened in JupyterLab, a script) `say` does nothing.
 """
 
@@ -46,7 +46,7 @@ def duration(seconds: float) -> str:
 def expect(trainings: int, more: bool = False, planned: float | None = None) -> None:
     """This notebook's run will do about `trainings` trainings (cached ones included): progress lines say
     'k/total'. Each call replaces the count (`more`: adds to it, e.g. one dataset's trainings at a time);
-    trainings already counted stay counted. `planned`: the plan's seconds for all of them (`romae.plan.show`): the
+    trainings already counted stay counted. `planned`: the plan's seconds for all of them (`romae.compendium.plan.show`): the
     time left is then the plan's for the trainings not yet done, scaled by this run's measured / planned."""
     _state["expected"] = max(int(trainings) + ((_state["expected"] or 0) if more else 0), 0) or None
     if planned is not None:

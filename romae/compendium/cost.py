@@ -23,7 +23,7 @@ import time
 
 import torch
 
-from .config import EncoderConfig, RoMAEConfig, TrainConfig
+from ..config import EncoderConfig, RoMAEConfig, TrainConfig
 
 REFERENCE = "2-core CPU (AMD EPYC, AVX-512; torch 2.13 CPU, float32)"
 REFERENCE_FLOPS = 128e9  # FLOP/s of RoMAE training steps on the reference CPU (fitted: 126-132 per stage)
@@ -70,7 +70,7 @@ def measured_step_seconds(model: torch.nn.Module, batch: dict, cfg: TrainConfig 
     """Median seconds of `steps` training steps (after `warmup`) of `model` on `batch` here, with the
     optimiser and clipping `cfg` names (cfg=None: forward only, no gradients, as `predict`). The model's weights are
     restored afterwards; its mode too."""
-    from .train import _make_optimizer  # the optimiser `fit` uses
+    from ..train import _make_optimizer
 
     was_training = model.training
     saved = {k: v.detach().clone() for k, v in model.state_dict().items()}

@@ -1,0 +1,8 @@
+"""The compendium: what a notebook's kernel uses beside the library to record and judge results.
+
+The results record and its statistics and verdicts (`report`), the committed record of kept trainings
+(`trainings`), the cached trainings and recipe (`kept`), the paper profile's plan and cost (`plan`, `cost`), the
+terminal lines of `make reproduce` (`terminal`) and the paper's reference values (`reference`).
+
+It imports the library (`romae`) and the data loaders (`romae.data`), never the experiments or the runner above it.
+"""
