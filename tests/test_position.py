@@ -202,7 +202,7 @@ def test_fig2_claim_needs_a_model_that_beats_the_constant(tmp_path, monkeypatch,
         pred_of = lambda p, lo, hi: torch.full_like(p, lo + 0.322 * (hi - lo))
     else:  # error 0.01 of the range inside, growing to 0.05 at the edges
         pred_of = lambda p, lo, hi: p + (hi - lo) * (0.0001 + 0.0005 * (2 * (p - lo) / (hi - lo) - 1) ** 8)
-    monkeypatch.setattr(position, "train_fig2_run", _fake_fig2(pred_of))
+    monkeypatch.setattr(position.fig2, "train_fig2_run", _fake_fig2(pred_of))
     res = position.run_fig2("quick", reports_dir=tmp_path)
     summary = build_summary(tmp_path)
     claims = summary[(summary.experiment == position.FIG2) & (summary.metric == "edge_over_interior")]
