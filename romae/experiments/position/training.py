@@ -62,7 +62,7 @@ def _kept(name: str, label: str, key: dict, compute, cache_dir, refresh: bool, p
 
 def _planned(model_cfg: RoMAEConfig, train_cfg: TrainConfig, n_tokens: int, samples: int) -> float | None:
     """The plan's seconds for a run that is kept in the committed record of trainings (else not needed: None)."""
-    from ..compendium import trainings
+    from ...compendium import trainings
 
     if trainings.open_folder() is None or runtime.dry_run():
         return None
