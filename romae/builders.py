@@ -37,7 +37,7 @@ import pandas as pd
 import torch
 from safetensors.torch import load_file, save_file
 
-from .train import ArrayDataset
+from .feeding import ArrayDataset
 
 
 @dataclasses.dataclass

@@ -1,17 +1,18 @@
-"""Results cache: heavy work is keyed by a hash of its resolved config, so re-running a notebook to
-restyle a figure does not retrain. Entries live under <repo>/.cache/romae/ (git-ignored).
+"""Results cache: heavy work is keyed by its resolved config and by the numbers of the code that computes it, so
+re-running a notebook to restyle a figure does not retrain. Entries live under <repo>/.cache/romae/ (git-ignored).
 
     result = cached("table1", cfg_dict, lambda: train_and_evaluate(cfg))
 
 An entry is <name>-<config hash>-<code hash>.pt (torch.save of the result) + a .json twin
-{"config", "code", "sha256"}.
+{"config", "code", "code_of", "sha256"}.
 
-Code version: the key includes a hash of the package modules that produced the result (`producers`): the
-romae modules on the call stack of `cached` and the module of `compute`, with every romae module they import,
-directly or not, anywhere in their source (`module_closure`, read from the source, not from what happens to be
-imported). So an edit to a module that can change the result recomputes instead of reusing a stale one, and an
-edit elsewhere (the audio code, for a pendulum model) does not. Code outside the package (a notebook cell) is
-not covered: put what matters in the config, or pass `code=` (also for a narrower hash).
+Code: the key's last part names the code that produced the result by its numbers (`romae.numerics`): the library
+modules on the call stack of `cached` and in the module of `compute`, with every package module they import
+(`module_closure`, read from the source), each library module by its path's numerics fingerprint and each
+module above it (a data loader, an experiment) by the hashes of its definitions. Modules that record, tell or lay
+out results (the compendium and the runner) are never in a key. So a comment, a docstring, a moved function or a
+refactor that keeps the arithmetic keeps every key; a change of the numbers computes anew. Code outside the
+package (a notebook cell) is not covered: put what matters in the config, or pass `code=`.
 
 Integrity: the twin records the sha256 of the .pt bytes, verified before unpickling. A missing twin, one
 without a hash (older format), a mismatch or a load error is reported by `warnings.warn` naming the file,
@@ -35,9 +36,8 @@ from typing import Any, Callable
 
 import torch
 
-from . import runtime
-from .compendium import trainings
-from .data.files import write_atomic
+from . import numerics, runtime
+from .files import write_atomic
 
 
 try:
@@ -48,15 +48,9 @@ except ImportError:  # no advisory locks (Windows): a lost race then shows as a 
 CACHE = Path(__file__).resolve().parents[1] / ".cache" / "romae"
 PACKAGE = Path(__file__).resolve().parent
 
-# Modules left out of the code version because they cannot change a cached result: report.py and
-# reproduce.py only write reports from results already computed, and cache.py stores results without
-# changing them (verified byte for byte) -- a format change there shows as an unverifiable twin and
-# is recomputed anyway; trainings.py keeps copies of them the same way. plan.py and cost.py only estimate
-# time and memory and lay a training out in memory and time (micro-batches, checkpoints: never in a key);
-# a setting they choose (a quick profile's steps) is in the key itself, so recalibrating the time model
-# keeps every result. Their imports are not followed either. bench.py stays IN: its table9 produces the
-# cached Table 9 timings.
-NOT_RESULTS = frozenset({"report.py", "reproduce.py", "cache.py", "trainings.py", "plan.py", "cost.py"})
+# package folders never followed into a key: they record, judge, tell and lay out results, they never compute one
+# (a result's own modules are the library's, the data loaders' and the experiments')
+NOT_IN_KEYS = ("compendium/", "runner/")
 
 
 def _faithful(obj: Any) -> Any:
@@ -119,23 +113,6 @@ def config_hash(config: Any) -> str:
     return hashlib.sha256(key_json(config).encode()).hexdigest()[:16]
 
 
-@functools.lru_cache(maxsize=None)
-def code_version(root: str | Path | None = None, modules: tuple[str, ...] | None = None) -> str:
-    """sha256 over the sorted relative paths and bytes of <root>/**/*.py (root: this package), minus
-    NOT_RESULTS at its top level; `modules`: only these files (paths relative to root, e.g. 'model.py',
-    'experiments/pendulum.py'). Computed once per process, root and modules (`code_version.cache_clear()`)."""
-    root = Path(root) if root is not None else PACKAGE
-    files = (sorted(p.relative_to(root).as_posix() for p in root.rglob("*.py")) if modules is None
-             else sorted(set(modules)))
-    h = hashlib.sha256()
-    for rel in files:
-        if rel in NOT_RESULTS or "__pycache__" in rel.split("/"):
-            continue
-        data = (root / rel).read_bytes()
-        h.update(b"%s\0%d\0" % (rel.encode(), len(data)) + data)
-    return h.hexdigest()
-
-
 def _module_file(name: str, root: Path) -> str | None:
     """'romae.experiments.pendulum' -> 'experiments/pendulum.py' (or '<pkg>/__init__.py'), None if not ours."""
     parts = name.split(".")
@@ -176,7 +153,7 @@ def _imports(rel: str, root: Path) -> set[str]:
 @functools.lru_cache(maxsize=None)
 def module_closure(files: tuple[str, ...], root: str | Path | None = None) -> tuple[str, ...]:
     """`files` (paths relative to the package root) with every package module they import, transitively,
-    read from their source. The package's __init__ counts only when a name is imported from it."""
+    read from their source, minus those that cannot change a result (`_counts`)."""
     root = Path(root) if root is not None else PACKAGE
     seen: set[str] = set()
     todo = [f for f in files if (root / f).is_file()]
@@ -185,9 +162,14 @@ def module_closure(files: tuple[str, ...], root: str | Path | None = None) -> tu
         if rel in seen:
             continue
         seen.add(rel)
-        if rel not in NOT_RESULTS:  # what a module that cannot change a result imports does not count through it
+        if _counts(rel):  # what a module that cannot change a result imports does not count through it
             todo.extend(_imports(rel, root) - seen)
-    return tuple(sorted(seen))
+    return tuple(sorted(f for f in seen if _counts(f)))
+
+
+def _counts(rel: str) -> bool:
+    """Whether package file `rel` can change a cached result (`NOT_IN_KEYS`, `romae.numerics.INFRASTRUCTURE`)."""
+    return not rel.startswith(NOT_IN_KEYS) and rel not in numerics.INFRASTRUCTURE
 
 
 def producers(compute: Callable | None = None, depth: int = 2, extra: tuple[str, ...] = ()) -> tuple[str, ...]:
@@ -248,13 +230,34 @@ def _unusable(path: Path, verdict: str, reason: str) -> tuple[bool, None]:
     return False, None
 
 
-def _device_of(twin: Path) -> str | None:
-    """The device a results-cache entry's twin names (a training's), or None (older entries, other results)."""
-    try:
-        device = json.loads(twin.read_text()).get("device")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return device if isinstance(device, str) and device else None
+def key_of(name: str, config: Any, code: str) -> str:
+    """An entry's file stem: <name>-<config hash>-<code hash>."""
+    return f"{name}-{config_hash(config)}-{hashlib.sha256(code.encode()).hexdigest()[:8]}"
+
+
+def code_for(modules: tuple[str, ...]) -> tuple[str, dict]:
+    """(the code string a key hashes, what it is made of) for package modules `modules` (`romae.numerics.code_of`)."""
+    made_of = numerics.code_of(tuple(m for m in modules if _counts(m)))
+    return numerics.code_id(made_of), made_of
+
+
+def lookup(folder: Path, key: str) -> tuple[bool, Any]:
+    """(True, result) for a verified entry <folder>/<key>.pt, else (False, None) (a warning when it is damaged)."""
+    path, twin = folder / f"{key}.pt", folder / f"{key}.json"
+    if not path.exists():
+        return False, None
+    with _lock(folder, exclusive=False):
+        return _load(path, twin)
+
+
+def store(folder: Path, key: str, result: Any, meta: dict) -> bytes:
+    """Write `result` as <folder>/<key>.pt with its twin (meta + the sha256 of the bytes) -> the bytes written."""
+    buf = io.BytesIO()
+    torch.save(result, buf)
+    data = buf.getvalue()
+    folder.mkdir(parents=True, exist_ok=True)
+    _publish(folder / f"{key}.pt", folder / f"{key}.json", data, dict(meta, sha256=hashlib.sha256(data).hexdigest()))
+    return data
 
 
 def _publish(path: Path, twin: Path, data: bytes, meta: dict) -> None:
@@ -267,51 +270,29 @@ def _publish(path: Path, twin: Path, data: bytes, meta: dict) -> None:
 
 
 def cached(name: str, config: Any, compute: Callable[[], Any], cache_dir: str | Path | None = None,
-           refresh: bool = False, *, code: str | None = None, modules: tuple[str, ...] | None = None,
-           keep: bool = False, require: tuple[str, ...] = (), planned: float | None = None) -> Any:
+           refresh: bool = False, *, code: str | None = None, depth: int = 2) -> Any:
     """Return compute()'s result for `config` and the code that produced it, computing it only if no
     verified entry exists (or `refresh`).
 
     The result (anything torch.save can store: dicts, tensors, lists, numbers) is stored beside its
-    config, code version and sha256. `code`: the code version to key on (default: the hash of the modules
-    that produce it, `producers`; the twin lists them). `modules`: with `code`, the modules it hashes (listed).
+    config, code and sha256. `code`: what to key the code on (default: the numbers of the modules that produce it,
+    `producers` and `code_for`; the twin lists them under code_of). A dry run (`romae.runtime`) neither reads nor
+    writes the cache.
     """
     if runtime.dry_run():  # a dry run's few steps are never read from nor written to the cache
         return compute()
     folder = Path(cache_dir) if cache_dir else CACHE
+    made_of = None
     if code is None:
-        modules = producers(compute)
-        code = code_version(modules=modules)
-    key = f"{name}-{config_hash(config)}-{hashlib.sha256(code.encode()).hexdigest()[:8]}"
-    path, twin = folder / f"{key}.pt", folder / f"{key}.json"
-    if not refresh and path.exists():
-        with _lock(folder, exclusive=False):
-            found, result = _load(path, twin)
-        if found:
-            if keep:  # a training from a results cache: on the device its entry names (entries before: this one)
-                trainings.ran_on(_device_of(twin))
-            return result
-    if keep and not refresh:
-        found, result = trainings.load(key, require)
+        code, made_of = code_for(producers(compute, depth=depth))
+    key = key_of(name, config, code)
+    if not refresh:
+        found, result = lookup(folder, key)
         if found:
             return result
-    facts = None
-    if keep:
-        with trainings.measured() as facts:
-            result = compute()
-    else:
-        result = compute()
-    buf = io.BytesIO()
-    torch.save(result, buf)
-    data = buf.getvalue()
-    folder.mkdir(parents=True, exist_ok=True)
-    meta = {"config": json.loads(key_json(config)), "code": code, "sha256": hashlib.sha256(data).hexdigest()}
-    if modules is not None:
-        meta["modules"] = list(modules)
-    if keep:  # a training names the device it ran on, wherever its entry is read later
-        meta["device"] = trainings.ran_on()
-    _publish(path, twin, data, meta)
-    if keep:
-        trainings.save(key, result, dict({k: v for k, v in meta.items() if k != "device"}, facts=facts,
-                                         planned_seconds=planned))
+    result = compute()
+    meta = {"config": json.loads(key_json(config)), "code": code}
+    if made_of is not None:
+        meta["code_of"] = made_of
+    store(folder, key, result, meta)
     return result

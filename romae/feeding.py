@@ -148,33 +148,34 @@ def to_device(batch: dict, device) -> dict:
     return {k: v.to(device, non_blocking=True) if torch.is_tensor(v) else v for k, v in batch.items()}
 
 
-FINGERPRINT_SAMPLES = 16  # samples of the training data hashed (evenly spaced, with its size) by data_fingerprint
+FINGERPRINT_CHUNK = 4096  # samples fetched at a time by data_fingerprint (a dataset without a `content_hash`)
+
+
+def _update(h, batch: dict) -> None:
+    from .files import tensor_digest
+
+    for key in sorted(batch):
+        h.update(key.encode())
+        tensor_digest(h, batch[key])
 
 
 def data_fingerprint(data) -> str:
-    """A short hash of a dataset: its size and FINGERPRINT_SAMPLES evenly spaced samples as fit reads them
-    (their tensors' dtypes, shapes and bytes; an ArrayDataset's straight from its tensors). A checkpoint keeps
-    it, so a resume on other data with the same number of steps per epoch is refused. Torch's random state
-    is left as it was."""
+    """A hash of a whole dataset: every sample as fit reads them (their tensors' dtypes, shapes and bytes; an
+    ArrayDataset's straight from its tensors; a dataset with its own `content_hash()` by that). A checkpoint keeps
+    it, so a resume on other data is refused, and the compendium's keys hold it, so a result is never read back for
+    data that differs in any value. Torch's random state is left as it was."""
     import hashlib
 
+    if hasattr(data, "content_hash") and not isinstance(data, ArrayDataset):
+        return f"{len(data)}:{data.content_hash()}"[:40]
     n = len(data)
-    idx = torch.unique(torch.linspace(0, n - 1, min(n, FINGERPRINT_SAMPLES)).round().long())
     h = hashlib.sha256(f"{n}".encode())
     if isinstance(data, ArrayDataset):  # its tensors as they are (a subclass's own batch() is not called)
-        batch = {k: v.index_select(0, idx.to(v.device)) for k, v in data.tensors.items()}
-    else:
-        with torch.random.fork_rng(devices=[]):
-            batch = fetch(data, idx)
-    for key in sorted(batch):
-        value = batch[key]
-        h.update(key.encode())
-        if torch.is_tensor(value):
-            value = value.detach().cpu().contiguous()
-            h.update(f"{value.dtype}{tuple(value.shape)}".encode())
-            h.update(value.reshape(-1).view(torch.uint8).numpy().tobytes() if value.numel() else b"")
-        else:
-            h.update(repr(value).encode())
+        _update(h, data.tensors)
+        return h.hexdigest()[:16]
+    with torch.random.fork_rng(devices=[]):
+        for start in range(0, n, FINGERPRINT_CHUNK):
+            _update(h, fetch(data, torch.arange(start, min(start + FINGERPRINT_CHUNK, n))))
     return h.hexdigest()[:16]
 
 

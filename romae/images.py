@@ -157,6 +157,20 @@ class GridDataset:
     def __getitem__(self, i: int) -> dict[str, Tensor]:
         return {k: v[0] for k, v in self.batch(torch.tensor([i])).items()}
 
+    def content_hash(self) -> str:
+        """A hash of everything `batch` is made from (the stored grids, labels, scaling, resizing, patching and the
+        augmentation's name and settings): what `romae.feeding.data_fingerprint` keys this dataset by, without
+        drawing augmentations."""
+        import hashlib
+
+        from .files import describe_callable, tensor_digest
+
+        h = hashlib.sha256()
+        for v in (self.grids, self.labels, self.mean, self.std, self.scale, self.patch_size, self.size,
+                  describe_callable(self.augment)):
+            tensor_digest(h, v)
+        return h.hexdigest()[:16]
+
     def subset(self, idx) -> "GridDataset":
         """The samples idx, sharing nothing mutable with this dataset."""
         out = copy.copy(self)

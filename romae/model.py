@@ -560,7 +560,7 @@ class RoMAEForPrediction(RoMAETrunk):
                 raise TypeError(f"{type(pretrained).__name__} is not a RoMAE model (no RoMAEConfig .cfg)")
             base, state = pretrained.cfg, pretrained.state_dict()
         else:
-            from .train import load_state, read_config  # train imports nothing from here at module level
+            from .checkpoint import load_state, read_config
 
             saved = read_config(pretrained)
             base = RoMAEConfig.from_dict({f.name: saved[f.name] for f in dataclasses.fields(RoMAEConfig)

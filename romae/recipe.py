@@ -1,7 +1,7 @@
 """The one pre-train -> fine-tune -> evaluate recipe that every classification experiment calls.
 
     res = pretrain_finetune("uea_BasicMotions", train, test, model_cfg, pretrain=TrainConfig(...),
-                            finetune=TrainConfig(...), n_outputs=4, seed=69, key={"data": "..."})
+                            finetune=TrainConfig(...), n_outputs=4, seed=69)
     res["metrics"]  # {"accuracy": ..., "macro_f1": ...} on `test`
 
 1. Pre-train a `RoMAEForPreTraining(model_cfg)` as a masked autoencoder on the training samples
@@ -12,9 +12,11 @@
 3. Predict the test samples with the model after the last epoch (no selection on the test set) and
    score them.
 
-Both trainings go through `fit_cached`, so a re-run loads the results instead of retraining; the
-fine-tuning's cache key names the pre-training's, so a changed pre-training retrains the classifier.
-A modality module only builds its data and chooses the configs from the paper's tables.
+Here both trainings run in memory with `fit`. The compendium's version (`romae.compendium.recipe.pretrain_finetune`,
+what the experiments call) passes a `trainer` and an `evaluator` that keep their results (the results cache and the
+committed record of trainings), so a re-run loads them instead of retraining; the fine-tuning's key then names
+the pre-training's, so a changed pre-training retrains the classifier. A modality module only builds its data and
+chooses the configs from the paper's tables.
 """
 
 from __future__ import annotations
@@ -22,59 +24,73 @@ from __future__ import annotations
 import dataclasses
 import time
 
-from . import feeding
-from .compendium import plan
-from .cache import cached
+import torch
+
 from .config import RoMAEConfig, TrainConfig
 from .metrics import resolve_metrics
 from .model import RoMAEForPrediction, RoMAEForPreTraining, prediction_config
-from .train import fit_cached, predict
+from .train import ArrayDataset, fit, predict
 
 # stochastic depth as `romae.model.Encoder` applies it, for rows' notes: the authors' schedule (what trained the
 # paper's numbers), not App. A.2's; block l = 0..N-1, so the first is never dropped and the last at lambda
 DROP_PATH_RULE = "lambda*l/(N-1) over blocks l = 0..N-1 (authors' code; App. A.2 writes lambda*m/N)"
 
 
+def train_in_memory(name: str, model_cls, model_cfg, data, cfg: TrainConfig, key: dict, *, seed: int,
+                    pretrained=None, need_weights: bool = False, **fit_kwargs) -> dict:
+    """`pretrain_finetune`'s default trainer: `fit` a fresh `model_cls(model_cfg)` (initialised from `seed`, its
+    encoder from `pretrained` weights or a function giving them) -> {state_dict, history, steps, seconds, run_id}."""
+    torch.manual_seed(seed)
+    model = model_cls(model_cfg)
+    if pretrained is not None:
+        model.load_encoder(pretrained() if callable(pretrained) else pretrained)
+    t0 = time.perf_counter()
+    res = fit(model, ArrayDataset(**data) if isinstance(data, dict) else data, cfg, config=model_cfg, **fit_kwargs)
+    times = [r["seconds"] for r in res.history if "seconds" in r]
+    return dict(state_dict={k: v.detach().cpu() for k, v in res.model.state_dict().items()}, history=res.history,
+                steps=res.steps, seconds=float(times[-1]) if times else time.perf_counter() - t0, run_id=name)
+
+
+def evaluate_now(name: str, key: dict, compute):
+    """`pretrain_finetune`'s default evaluator: compute() at once (the compendium's keeps the result)."""
+    return compute()
+
+
 def pretrain_finetune(name: str, train, test, model: RoMAEConfig, *, finetune: TrainConfig,
-                      pretrain: TrainConfig | None, n_outputs: int, seed: int, key: dict,
+                      pretrain: TrainConfig | None, n_outputs: int, seed: int, key: dict | None = None,
                       dropout: float | None = None, drop_path: float | None = None, dropout_at: str | None = None,
                       head_overrides: dict | None = None,
                       metrics=("accuracy", "macro_f1"), val_data=None, eval_batch: int = 256,
                       pretrain_data=None, finetune_key: dict | None = None,
-                      cache_dir=None, refresh: bool = False, checkpoints: bool = False,
-                      profile: str = "") -> dict:
+                      trainer=train_in_memory, evaluator=evaluate_now, test_key: dict | None = None) -> dict:
     """Pre-train (or not), fine-tune, evaluate on `test` -> dict.
 
     train, test: datasets with values, positions, (pad_mask), labels (e.g. a `TokenDataset`).
     model: the pre-training config (encoder, decoder, positions, mask_ratio). finetune / pretrain: the
     two TrainConfigs (pretrain=None: the same classifier trained from scratch). dropout / drop_path /
     dropout_at: the classifier's encoder (EncoderConfig); head_overrides: other classifier fields (head, label_smoothing,
-    head_dropout, task). key: names the data (cache key). val_data: optional held-out data whose loss
+    head_dropout, task). key: names the data for a keeping trainer. val_data: optional held-out data whose loss
     and metrics are logged during fine-tuning (never used to pick a model). pretrain_data: pre-train on
     other (e.g. more, unlabelled) samples than the classifier is fine-tuned on; `key` then names the
     pre-training data and `finetune_key` what differs for fine-tuning (e.g. the labelled subset).
-    profile: "paper": both trainings take the micro-batch `romae.compendium.plan` picks for their data on this device's memory.
+    trainer(name, model_cls, model_cfg, data, train_cfg, key, seed=, pretrained=, need_weights=, **fit_kwargs) -> dict
+    with history, steps, seconds, run_id and (unless it kept none) state_dict; evaluator(name, key, compute) -> the
+    evaluation (test_key: what names the test data in its key). Defaults: train in memory, evaluate at once.
     Returns {metrics, outputs (test logits), model (fine-tuned, eval mode; None when its weights were not kept:
     a committed paper run), pretrained_state (the MAE's state dict; None without pre-training or when not kept),
-    pretrain_history, finetune_history, seconds: {pretrain, finetune}}. The test predictions and scores are a
-    kept result of their own (`romae.compendium.trainings`), so a run found in the committed record reports without weights.
+    pretrain_history, finetune_history, seconds: {pretrain, finetune}}.
     """
+    key = dict(key or {})
     metric_fns = resolve_metrics(metrics)
     t0 = time.perf_counter()
     pre = None
     ft_cfg = prediction_config(model, n_outputs=n_outputs, dropout=dropout, drop_path=drop_path, dropout_at=dropout_at,
                                **(head_overrides or {}))
     pre_data = train if pretrain_data is None else pretrain_data
-    if profile == "paper":  # micro_batch is not in the cache key: it changes memory, not the result
-        pretrain = pretrain and plan.fit_memory(pretrain, model, plan.tokens_of(pre_data), "pretrain", profile,
-                                                padded=plan.is_padded(pre_data))
-        finetune = plan.fit_memory(finetune, ft_cfg, plan.tokens_of(train), "finetune", profile,
-                                   padded=plan.is_padded(train))
 
     def pretrained(need_weights: bool = False):
-        return fit_cached(f"{name}_pretrain", RoMAEForPreTraining, model, pre_data, dataclasses.replace(pretrain, seed=seed),
-                          key, seed=seed, cache_dir=cache_dir, refresh=refresh, checkpoints=checkpoints,
-                          need_weights=need_weights)
+        return trainer(f"{name}_pretrain", RoMAEForPreTraining, model, pre_data, dataclasses.replace(pretrain, seed=seed),
+                       key, seed=seed, need_weights=need_weights)
 
     if pretrain is not None:  # the seed drives initialisation, data order and masks of both stages
         pre = pretrained()  # kept without its weights (a committed paper run): they are fetched only to fine-tune
@@ -83,10 +99,9 @@ def pretrain_finetune(name: str, train, test, model: RoMAEConfig, *, finetune: T
     def fine_tune(need_weights: bool = False):
         weights = None if pre is None else \
             (lambda: pre["state_dict"] if "state_dict" in pre else pretrained(need_weights=True)["state_dict"])
-        return fit_cached(f"{name}_finetune", RoMAEForPrediction, ft_cfg, train, dataclasses.replace(finetune, seed=seed),
-                          ft_key, seed=seed, cache_dir=cache_dir, refresh=refresh, checkpoints=checkpoints,
-                          pretrained=weights, val_data=val_data, metrics=metric_fns if val_data is not None else (),
-                          need_weights=need_weights)
+        return trainer(f"{name}_finetune", RoMAEForPrediction, ft_cfg, train, dataclasses.replace(finetune, seed=seed),
+                       ft_key, seed=seed, pretrained=weights, val_data=val_data,
+                       metrics=metric_fns if val_data is not None else (), need_weights=need_weights)
 
     ft = fine_tune()
     t2 = time.perf_counter()
@@ -101,9 +116,8 @@ def pretrain_finetune(name: str, train, test, model: RoMAEConfig, *, finetune: T
         return dict(outputs=outputs, metrics={name_: float(fn(labels, outputs)) for name_, fn in metric_fns.items()})
 
     # the test set's predictions are kept with the trainings, so a committed run needs no weights to report
-    ev = cached(f"{name}_test", dict(model=ft["run_id"], test=feeding.data_fingerprint(test), n_test=len(test),
-                                     metrics=sorted(metric_fns)), evaluate, cache_dir=cache_dir, refresh=refresh,
-                keep=True)
+    ev = evaluator(f"{name}_test", dict(model=ft["run_id"], **(test_key or {}), n_test=len(test),
+                                        metrics=sorted(metric_fns)), evaluate)
     if clf is None and "state_dict" in ft:
         clf = _classifier(ft_cfg, ft, seed)
     return dict(metrics=ev["metrics"], outputs=ev["outputs"], model=clf, config=ft_cfg,
@@ -146,4 +160,4 @@ def plot_learning_curves(runs, *, pretrain_ylabel: str, finetune_ylabel: str, ys
     return fig
 
 
-__all__ = ["DROP_PATH_RULE", "pretrain_finetune", "plot_learning_curves"]
+__all__ = ["DROP_PATH_RULE", "evaluate_now", "pretrain_finetune", "plot_learning_curves", "train_in_memory"]

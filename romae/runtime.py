@@ -1,7 +1,8 @@
 """How this process runs its trainings: device, precision, dry run. Not what a run *is* (that is its configs).
 
-`make reproduce` (romae.runner.reproduce) sets these for a notebook's kernel through environment variables, so that
-every `fit` in it honours them without a notebook parameter of its own:
+`make reproduce` (romae.runner.reproduce) sets these for a notebook's kernel through environment variables, which the
+compendium reads (`romae.compendium.settings`) and installs here (`use`), so that every `fit` in the kernel honours
+them without a notebook parameter of its own (the library reads no environment variable itself):
 
     ROMAE_DEVICE=cpu|cuda        where to train (unset: an accelerator if there is one, else the CPU)
     ROMAE_MAX_STEPS=2            a dry run: every training stops after 2 optimiser steps, the results cache
@@ -9,7 +10,7 @@ every `fit` in it honours them without a notebook parameter of its own:
     ROMAE_PRECISION=fp32|tf32|bf16   a named deviation from the profile's precision (the paper: FP32)
     ROMAE_GPU_MEMORY=80          GB per device the plan fits micro-batches into (unset: the device's own)
 
-`current()` reads them; `describe()` is what runs.csv and every result row record about the machine.
+`current()` gives them; `describe()` is what runs.csv and every result row record about the machine.
 """
 
 from __future__ import annotations
@@ -52,21 +53,25 @@ class Runtime:
         return {k: str(v) for k, v in values.items() if v is not None}
 
 
-def _number(name: str, kind):
-    text = os.environ.get(name, "").strip()
-    if not text:
-        return None
-    try:
-        return kind(text)
-    except ValueError:
-        raise ValueError(f"{name}={text!r} is not a {kind.__name__}") from None
+_SOURCE = None  # what `current` returns: None (defaults), a Runtime, or a function giving one (`use`)
+
+
+def use(source) -> None:
+    """Set this process's runtime: a `Runtime`, a function returning one (called at every `current()`), or None for
+    the defaults. The library never reads the environment itself: the compendium (`romae.compendium`, imported by
+    every experiment) installs `romae.compendium.settings.from_env`, which reads the ROMAE_* variables above."""
+    global _SOURCE
+    if source is not None and not isinstance(source, Runtime) and not callable(source):
+        raise TypeError(f"runtime.use takes a Runtime, a function returning one, or None, got {type(source).__name__}")
+    _SOURCE = source
 
 
 def current() -> Runtime:
-    """The runtime the environment asks for (see the module's docstring); ValueError naming a bad value."""
-    return Runtime(device=os.environ.get("ROMAE_DEVICE", "").strip() or None, max_steps=_number("ROMAE_MAX_STEPS", int),
-                   precision=os.environ.get("ROMAE_PRECISION", "").strip() or None,
-                   gpu_memory_gb=_number("ROMAE_GPU_MEMORY", float))
+    """This process's runtime (`use`): the defaults (an accelerator if there is one, the profile's precision, no dry
+    run) unless a caller set another; under `make reproduce`, what the environment asks for."""
+    if _SOURCE is None:
+        return Runtime()
+    return _SOURCE if isinstance(_SOURCE, Runtime) else _SOURCE()
 
 
 def dry_run() -> bool:

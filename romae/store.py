@@ -204,6 +204,22 @@ class TokenStore:
         self._ids = [x for s in self.shards for x in s.meta["ids"]]
         self.index = np.arange(sum(sizes))
 
+    def content_hash(self) -> str:
+        """A hash of every shard's files and of this view (its samples, filters and scaling): what
+        `romae.feeding.data_fingerprint` keys a store by."""
+        import hashlib
+
+        from .files import describe_callable, sha256, tensor_digest
+
+        h = hashlib.sha256()
+        for shard in self.shards:
+            for f in sorted(p for p in shard.path.rglob("*") if p.is_file()):
+                h.update(f"{f.relative_to(shard.path).as_posix()}:{sha256(f)}".encode())
+        for v in (self.index, self.max_per_variable, self.max_tokens, self.time_scale, describe_callable(self.keep),
+                  describe_callable(self.value_transform)):
+            tensor_digest(h, v)
+        return h.hexdigest()[:16]
+
     # --- the dataset protocol of romae.train (len, batch) and what the recipe reads
     def __len__(self) -> int:
         return len(self.index)

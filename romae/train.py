@@ -16,8 +16,8 @@ configuration or other data unless told, checkpoints carry sha256 sums of their 
 before the last is kept as checkpoint.prev/ while a run is unfinished, to resume from if checkpoint/ is
 corrupted.
 
-This module is the loop (schedule, steps, gradient accumulation, deferred checks, evaluation, `predict`,
-`fit_cached`); `romae.feeding` brings the batches (datasets, order, sharding, feeding a device) and
+This module is the loop (steps, gradient accumulation, deferred checks, evaluation, `predict`); `romae.optim`
+the optimiser and its schedule; `romae.feeding` brings the batches (datasets, order, sharding, feeding a device) and
 `romae.checkpoint` saves and resumes (checkpoints, RNG states, the lock, history and configuration checks).
 """
 
@@ -44,7 +44,7 @@ from tqdm import tqdm  # plain text bars: no ipywidgets needed in notebooks
 
 from romae.config import TrainConfig, check_whole
 from romae import checkpoint, feeding, masking, runtime
-from romae.compendium import terminal, trainings
+from romae.optim import _lr_factor, _make_optimizer, apply_settings, lr_at, make_optimizer
 from romae.checkpoint import load_checkpoint, load_state, read_config
 from romae.feeding import ArrayDataset
 
@@ -64,38 +64,6 @@ class FitResult:
         import pandas as pd
 
         return pd.DataFrame(self.history)
-
-
-def lr_at(step: int, total_steps: int, warmup_steps: int, lr: float) -> float:
-    """Learning rate of optimiser step `step` (0-based) of `total_steps`.
-
-    Linear warm-up: step s < W uses lr * (s + 1) / W, so the peak lr is used at step W - 1 and no step
-    is wasted at lr 0. Then a cosine from the peak to exactly 0 at the last step, total_steps - 1.
-    The authors' schedule differs slightly (warm-up from 1e-5 lr, switch one step early, cosine phase
-    counted from step 0 so the peak is never quite reached); this is the clean version.
-    """
-    if step < warmup_steps:
-        return lr * (step + 1) / warmup_steps
-    peak = max(warmup_steps, 1) - 1  # with no warm-up, step 0 runs at the peak
-    span = total_steps - 1 - peak
-    if span <= 0:
-        return lr
-    progress = min((step - peak) / span, 1.0)
-    return 0.5 * lr * (1.0 + math.cos(math.pi * progress))
-
-
-def _lr_factor(step: int, total_steps: int, warmup_steps: int) -> float:
-    # LambdaLR wants a multiplier; a partial (not a lambda) keeps the scheduler's state_dict picklable.
-    return lr_at(step, total_steps, warmup_steps, 1.0)
-
-
-def _make_optimizer(params, cfg: TrainConfig) -> torch.optim.Optimizer:
-    # One parameter group for everything, as the authors: weight decay also hits norms, biases, [CLS].
-    if cfg.optimizer == "adamw":
-        # fused: one kernel for the whole update (on this CPU ~5x faster than the per-tensor loop)
-        return torch.optim.AdamW(params, lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay, eps=1e-8,
-                                 fused=True)
-    return torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay)
 
 
 def _seed_everything(seed: int) -> None:
@@ -134,22 +102,6 @@ def _on_main(accelerator, fn):
     if error is not None:
         raise error
     return result
-
-
-def _apply_settings(optimizer, scheduler, cfg: TrainConfig, step: int, total_steps: int, warmup: int) -> None:
-    """After loading a checkpoint's optimiser and scheduler state under a changed TrainConfig: use cfg's
-    learning rate, schedule, betas / momentum and weight decay from here on (the loaded state keeps the
-    saved ones: a resume would otherwise record the new lr and train at the old)."""
-    for group in optimizer.param_groups:
-        group["initial_lr"] = cfg.lr
-        group["weight_decay"] = cfg.weight_decay
-        if "betas" in group:
-            group["betas"] = tuple(cfg.betas)
-        if "momentum" in group:
-            group["momentum"] = cfg.momentum
-        group["lr"] = lr_at(step, total_steps, warmup, cfg.lr)  # what step `step` (0-based) runs at
-    scheduler.base_lrs = [cfg.lr] * len(optimizer.param_groups)
-    scheduler.lr_lambdas = [partial(_lr_factor, total_steps=total_steps, warmup_steps=warmup)] * len(optimizer.param_groups)
 
 
 def _nonfinite(value: float, step: int) -> RuntimeError:
@@ -348,7 +300,7 @@ def predict(model: torch.nn.Module, data, batch_size: int = 256, device: str | t
 def fit(model: torch.nn.Module, train_data, cfg: TrainConfig, *, val_data=None,
         out_dir: str | Path | None = None, resume: bool = True, config: dict | None = None,
         callback=None, device: str | None = None, max_steps: int | None = None,
-        metrics=(), allow_config_change: bool = False, transform=None) -> FitResult:
+        metrics=(), allow_config_change: bool = False, transform=None, on_progress=None) -> FitResult:
     """Train `model` on `train_data` as `cfg` says; checkpoints, history.jsonl go to `out_dir`.
 
     `model(**batch)` -> (output, loss: scalar). Steps per epoch = ceil(len / (batch_size * processes));
@@ -363,6 +315,11 @@ def fit(model: torch.nn.Module, train_data, cfg: TrainConfig, *, val_data=None,
     `transform(batch) -> batch` is applied to every training batch before it goes to the device (e.g.
     `romae.masking.trim_padding`, a masking protocol, augmentation); its random draws come from torch's
     global generator, whose state checkpoints save, so a resumed run draws what an uninterrupted one would.
+    `on_progress(event, step, stop)`: called on the main process with "start" (the first step to run; > 0 when
+    resumed), "step" after each optimiser step and "end" when training stops, `stop` being the last step this call
+    runs (e.g. the terminal lines of `make reproduce`, `romae.compendium.terminal.Training`). fit itself prints
+    nothing but its tqdm bar (cfg.progress) and reads no environment variable: the device, precision and dry run
+    come from `romae.runtime.current()`, the process's settings (defaults unless a caller set them).
 
     One fit at a time may use an out_dir (another raises RuntimeError). Resuming refuses (ValueError) a
     `cfg` or `config` other than the checkpoint's, cfg.progress and cfg.log_every aside, unless
@@ -382,7 +339,7 @@ def fit(model: torch.nn.Module, train_data, cfg: TrainConfig, *, val_data=None,
     try:
         return _fit(model, train_data, cfg, val_data=val_data, out_dir=out_dir, resume=resume, config=config,
                     callback=callback, device=device, max_steps=max_steps, metrics=metrics,
-                    allow_config_change=allow_config_change, transform=transform)
+                    allow_config_change=allow_config_change, transform=transform, on_progress=on_progress)
     except BaseException:
         _restore(model, before)
         raise
@@ -404,7 +361,7 @@ def _restore(model: torch.nn.Module, before: dict) -> None:
 
 
 def _fit(model, train_data, cfg: TrainConfig, *, val_data, out_dir, resume, config, callback, device, max_steps,
-         metrics, allow_config_change, transform) -> FitResult:
+         metrics, allow_config_change, transform, on_progress) -> FitResult:
     from .metrics import resolve_metrics  # metrics imports nothing from here
 
     metric_fns = resolve_metrics(metrics)
@@ -442,7 +399,7 @@ def _fit(model, train_data, cfg: TrainConfig, *, val_data, out_dir, resume, conf
                       f"learning rate never reaches lr={cfg.lr} and never decays; set warmup_fraction (e.g. 0.1) "
                       "or fewer warmup_steps", stacklevel=3)
 
-    optimizer = _make_optimizer(model.parameters(), cfg)
+    optimizer = make_optimizer(model.parameters(), cfg)
     # Stepped by us once per optimiser step, so it is not prepared: Accelerate would step it per process.
     scheduler = LambdaLR(optimizer, partial(_lr_factor, total_steps=total_steps, warmup_steps=warmup))
     model, optimizer = accelerator.prepare(model, optimizer)  # not the data: we shard it ourselves
@@ -488,7 +445,7 @@ def _fit(model, train_data, cfg: TrainConfig, *, val_data, out_dir, resume, conf
             scheduler.load_state_dict(state["scheduler"])
             step, seconds = state["step"], state["seconds"]
             if changes:  # allowed: go on under the new settings, not the saved optimizer's and scheduler's
-                _apply_settings(optimizer, scheduler, cfg, step, total_steps, warmup)
+                apply_settings(optimizer, scheduler, cfg, step, total_steps, warmup)
             mine = state["ranks"][rank] if rank < len(state["ranks"]) else state["ranks"][0]
             rng, window = mine["rng"], mine["window"]
             if state.get("data") is not None and state["data"] != fingerprint:
@@ -522,9 +479,9 @@ def _fit(model, train_data, cfg: TrainConfig, *, val_data, out_dir, resume, conf
         feeder = feeding.Feeder(train_data, dev, feeding.feed_mode(train_data, dev))
         held.callback(feeder.close)
         bar = tqdm(total=stop, initial=step, disable=not (cfg.progress and main), desc="train")
-        told = terminal.Training()  # make reproduce's terminal: a line at the start, the end, and each minute
-        if main:
-            told.start(step, stop)
+        tell = on_progress if main else None  # the caller's progress callback: on the main process only
+        if tell is not None:
+            tell("start", step, stop)
         t0 = time.perf_counter() - seconds
         model.train()
         epoch = step // steps_per_epoch
@@ -552,8 +509,8 @@ def _fit(model, train_data, cfg: TrainConfig, *, val_data, out_dir, resume, conf
                     log({"step": step, "event": "compiled", "first_step_seconds": time.perf_counter() - t_step})
                     compiling = False
                 bar.update(1)
-                if main:
-                    told.step(step)
+                if tell is not None:
+                    tell("step", step, stop)
                 # grad_norm stays a tensor until a row is written: one host sync less per step.
                 window = {"loss": window["loss"] + loss, "grad_norm": window["grad_norm"] + grad_norm,
                           "n": window["n"] + 1}
@@ -593,88 +550,9 @@ def _fit(model, train_data, cfg: TrainConfig, *, val_data, out_dir, resume, conf
             epoch += 1
         _check_losses(pending)
         bar.close()
-        if main:
-            told.end()
+        if tell is not None:
+            tell("end", step, stop)
         return FitResult(accelerator.unwrap_model(model, keep_fp32_wrapper=False), history, step, out)
-
-def training_seconds(history: list[dict], fallback: float) -> float:
-    """Training time of a run from its history (the last row's `seconds` counts across resumes), so a run
-    that was resumed, or found finished, reports the time it really took; `fallback` if it logged none."""
-    times = [r["seconds"] for r in history if "seconds" in r]
-    return float(times[-1]) if times else fallback
-
-
-def fit_cached(name: str, model_cls, model_cfg, data, cfg: TrainConfig, key: dict, *, seed: int,
-               cache_dir=None, refresh: bool = False, checkpoints: bool = False,
-               pretrained=None, need_weights: bool = False, **fit_kwargs) -> dict:
-    """Train `model_cls(model_cfg)` on `data` (a dataset, e.g. an ArrayDataset or a TokenStore, or a dict
-    of tensors), or load the result from the results cache -> {state_dict, history, steps, seconds, run_id}.
-
-    `key` names the data (and anything else that changes the model); the model and training configs
-    are added to it, minus what does not change the result (the progress bar, the micro-batch, the checkpoint
-    schedule). `checkpoints`: keep checkpoints and history.jsonl in <repo>/runs/<name>-<hash>/ so an
-    interrupted run resumes (always, when cfg.checkpoint_every is set: the plan's schedule for the paper
-    profile); `refresh` retrains from scratch.
-    `pretrained`: encoder weights loaded with `model.load_encoder` before training (the key must name
-    them, e.g. by the pre-training's cache key), or a function returning them, called only if this trains.
-    Other keywords (val_data, metrics) go to `fit`.
-
-    A finished training is also kept in the committed record (`romae.compendium.trainings`): looked up there after the
-    results cache, and written there while a record is open (the paper profile of `make reproduce`), with its
-    wall time, peak memory and the plan's estimate. Large weights are not kept, so a result found there may
-    have no `state_dict`; `need_weights`: the caller needs them (it evaluates the model), so such an entry is
-    trained again. Callers store what they compute from the weights as a kept result of its own.
-    """
-    from .cache import cached, code_version, config_hash, producers  # independent of training
-
-    rt = runtime.current()
-    # micro_batch is how the batch goes through memory, not what is learnt (equal up to rounding): a run
-    # planned for another GPU's memory is the same run; processes (a planning fact) counts once set
-    train = {k: v for k, v in cfg.to_dict().items() if k not in ("progress", "micro_batch", "checkpoint_every")}
-    if train["processes"] is None:
-        del train["processes"]
-    key = dict(key, model=model_cfg.to_dict(), train=train, init_seed=seed)
-    if rt.precision is not None and rt.precision != ("bf16" if cfg.bf16 else "fp32"):
-        key["precision"] = rt.precision  # a named deviation: another result
-    # the code version too: a checkpoint folder of other code must not be resumed (a finished one would be
-    # returned as it is, and cached under the new code's key)
-    # the modules that produce this result: the callers (an experiment), this loop, the model's module, and
-    # what they import; an edit elsewhere in the package keeps the key
-    modules = producers(depth=1, extra=(model_cls.__module__,))
-    code = code_version(modules=modules)
-    run_id = f"{name}-{config_hash(dict(key, code=code))}"
-    checkpoints = checkpoints or cfg.checkpoint_every is not None  # a schedule asked for (romae.compendium.plan): kept
-    out_dir = Path(__file__).resolve().parents[1] / "runs" / run_id if checkpoints and not rt.dry_run else None
-
-    computed = []
-
-    def compute():
-        computed.append(True)
-        torch.manual_seed(seed)  # model initialisation
-        model = model_cls(model_cfg)
-        if pretrained is not None:
-            model.load_encoder(pretrained() if callable(pretrained) else pretrained)
-        t0 = time.perf_counter()
-        data_ = ArrayDataset(**data) if isinstance(data, dict) else data  # a dict of tensors, or a dataset
-        with terminal.named(name, planned):
-            res = fit(model, data_, cfg, out_dir=out_dir, config=model_cfg, resume=not refresh, **fit_kwargs)
-        return dict(state_dict={k: v.detach().cpu() for k, v in res.model.state_dict().items()},
-                    history=res.history, steps=res.steps, seconds=training_seconds(res.history, time.perf_counter() - t0))
-
-    # run_id names this result: a later stage that starts from it (fine-tuning) puts it in its own key
-    planned = None
-    if trainings.open_folder() is not None and not rt.dry_run:  # the plan's estimate, beside the measured time
-        from .compendium import plan
-        from .model import RoMAEForPreTraining
-
-        stage = "pretrain" if issubclass(model_cls, RoMAEForPreTraining) else "finetune"
-        planned = plan.training_seconds(stage, model_cfg, cfg, data)
-    result = cached(name, key, compute, cache_dir=cache_dir, refresh=refresh, code=code, modules=modules, keep=True,
-                    require=("state_dict",) if need_weights else (), planned=planned)
-    if not computed:
-        terminal.cached(name, planned)
-    return {**result, "run_id": run_id}
-
 
 def compile_model(model: torch.nn.Module) -> torch.nn.Module:
     """`torch.compile(model)`: the same module, its forward and backward fused by Inductor.
@@ -690,5 +568,5 @@ def compile_model(model: torch.nn.Module) -> torch.nn.Module:
 
 
 # the public API; load_checkpoint, load_state and read_config live in romae.checkpoint and are re-exported here
-__all__ = ["ArrayDataset", "FitResult", "compile_model", "fit", "fit_cached", "load_checkpoint", "load_state", "lr_at",
-           "predict", "read_config", "training_seconds"]
+__all__ = ["ArrayDataset", "FitResult", "compile_model", "fit", "load_checkpoint", "load_state", "lr_at",
+           "predict", "read_config"]

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import romae.cache as C
-from romae.cache import cached, code_version
+from romae.cache import cached
 
 CONFIG = {"model": {"dim": 8, "depth": 2}, "lr": 1e-3, "seed": 0}
 PACKAGE = Path(C.__file__).resolve().parent
@@ -120,43 +120,50 @@ def test_code_is_part_of_the_key(tmp_path):
     assert len(list(tmp_path.glob("*.pt"))) == 2
 
 
-def test_default_code_is_the_version_of_the_producing_modules(tmp_path, monkeypatch):
+def test_default_code_is_the_numbers_of_the_producing_modules(tmp_path, monkeypatch):
     compute = Compute()
     cached("t", CONFIG, compute, cache_dir=tmp_path)
     meta = json.loads(entry(tmp_path)[1].read_text())
     # called from this test (not a package module): the producers are the module of compute and their imports
-    assert meta["code"] == code_version(modules=tuple(meta["modules"]))
+    assert meta["code"] == C.code_for(C.producers(compute, depth=1))[0] and "code_of" in meta
     cached("t", CONFIG, compute, cache_dir=tmp_path)
     assert compute.calls == 1
-    monkeypatch.setattr(C, "code_version", lambda **kw: "edited")  # as if a producing module had changed
+    monkeypatch.setattr(C, "code_for", lambda modules: ("edited", {}))  # as if a producing module's numbers changed
     cached("t", CONFIG, compute, cache_dir=tmp_path)
     assert compute.calls == 2
 
 
-def _copy(tmp_path, name, edit=None):
+def _copy(tmp_path, name, edit=None, text="\n# edited\n"):
     root = tmp_path / name / "romae"
     shutil.copytree(PACKAGE, root, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     if edit:
         with open(root / edit, "a") as f:
-            f.write("\n# edited\n")
+            f.write(text)
     return root
 
 
-def test_cache_key_follows_the_modules_that_produce_the_result(tmp_path):
-    """Editing the audio code does not retrain Pendulum; editing the model retrains both."""
-    def version(root, experiment):
-        return code_version(root, C.module_closure((experiment,), root))
+def _definitions(root, experiment):
+    """The part of an experiment's key its own modules make: their definitions (the library's is its numerics)."""
+    made_of = {}
+    for rel in C.module_closure((experiment,), root):
+        if "/" in rel:
+            made_of[rel] = C.numerics.module_digest((root / rel).read_text())
+    return made_of
 
+
+def test_cache_key_follows_the_definitions_of_the_modules_that_produce_the_result(tmp_path):
+    """A comment changes no key; a changed definition in pendulum's data changes pendulum's, not ESC-50's."""
     base = _copy(tmp_path, "base")
-    pendulum, esc50 = version(base, "experiments/pendulum.py"), version(base, "experiments/esc50.py")
-    audio = _copy(tmp_path, "audio", "audio.py")
-    assert version(audio, "experiments/pendulum.py") == pendulum
-    assert version(audio, "experiments/esc50.py") != esc50
-    model = _copy(tmp_path, "model", "model.py")
-    assert version(model, "experiments/pendulum.py") != pendulum
-    assert version(model, "experiments/esc50.py") != esc50
+    pendulum, esc50 = _definitions(base, "experiments/pendulum.py"), _definitions(base, "experiments/esc50/__init__.py")
+    comment = _copy(tmp_path, "comment", "data/pendulum.py")
+    assert _definitions(comment, "experiments/pendulum.py") == pendulum
+    edited = _copy(tmp_path, "edited", "data/pendulum.py", "\nEXTRA = 1\n")
+    assert _definitions(edited, "experiments/pendulum.py") != pendulum
+    assert _definitions(edited, "experiments/esc50/__init__.py") == esc50
     closure = C.module_closure(("experiments/pendulum.py",), base)
-    assert {"train.py", "model.py", "rope.py", "data/pendulum.py"} <= set(closure) and "audio.py" not in closure
+    assert {"config.py", "model.py", "rope.py", "data/pendulum.py"} <= set(closure) and "audio.py" not in closure
+    # what records, tells or lays out results is never followed into a key
+    assert not [m for m in closure if m.startswith(("compendium/", "runner/"))]
 
 
 def test_producers_are_read_from_the_call_stack():
@@ -174,26 +181,6 @@ def test_producers_are_read_from_the_call_stack():
     ns["call"]()
     assert "experiments/pendulum.py" in seen["modules"] and "data/pendulum.py" in seen["modules"]
     assert "audio.py" not in seen["modules"]
-
-
-def test_code_version_follows_result_producing_sources(tmp_path):
-    def copy(name, edit=None):
-        root = tmp_path / name / "romae"
-        shutil.copytree(PACKAGE, root, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        if edit:
-            with open(root / edit, "a") as f:
-                f.write("\n# edited\n")
-        return code_version(root)
-
-    base = copy("base")
-    assert re.fullmatch(r"[0-9a-f]{64}", base) and base == copy("same")
-    for module in ["train.py", "model.py", "data/uea.py", "experiments/position.py", "bench.py"]:
-        assert copy(module.replace("/", "_"), module) != base, module
-    for module in ["report.py", "reproduce.py", "cache.py"]:  # write reports / store results only
-        assert copy(module, module) == base, module
-    (tmp_path / "base" / "romae" / "new_module.py").write_text("X = 1\n")
-    code_version.cache_clear()  # computed once per process and root
-    assert code_version(tmp_path / "base" / "romae") != base
 
 
 def test_concurrent_writers_of_one_key(tmp_path):

@@ -6,3 +6,8 @@ terminal lines of `make reproduce` (`terminal`) and the paper's reference values
 
 It imports the library (`romae`) and the data loaders (`romae.data`), never the experiments or the runner above it.
 """
+
+from .. import runtime as _runtime
+from . import settings as _settings
+
+_runtime.use(_settings.from_env)  # a kernel of `make reproduce` trains as the environment asks (device, dry run...)

@@ -70,7 +70,7 @@ def measured_step_seconds(model: torch.nn.Module, batch: dict, cfg: TrainConfig 
     """Median seconds of `steps` training steps (after `warmup`) of `model` on `batch` here, with the
     optimiser and clipping `cfg` names (cfg=None: forward only, no gradients, as `predict`). The model's weights are
     restored afterwards; its mode too."""
-    from ..train import _make_optimizer
+    from ..optim import make_optimizer as _make_optimizer
 
     was_training = model.training
     saved = {k: v.detach().clone() for k, v in model.state_dict().items()}

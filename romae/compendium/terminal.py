@@ -94,13 +94,23 @@ def named(name: str, planned: float | None = None):
 
 
 class Training:
-    """The lines of one training: `start(steps)`, `step(k)` each optimiser step, `end()`."""
+    """The lines of one training: `start(steps)`, `step(k)` each optimiser step, `end()`; an instance is `fit`'s
+    progress callback (`fit(..., on_progress=Training())`, inside `named`)."""
 
     def __init__(self):
         self.name = _state["label"] or "training"
         self.planned = _state["planned"]
         self.t0 = self.last = time.perf_counter()
         self.first = self.stop = 0
+
+    def __call__(self, event: str, step: int, stop: int) -> None:
+        """`romae.train.fit`'s on_progress: "start", "step" or "end"."""
+        if event == "start":
+            self.start(step, stop)
+        elif event == "step":
+            self.step(step)
+        elif event == "end":
+            self.end()
 
     def start(self, first: int, stop: int) -> None:
         self.first, self.stop = first, stop

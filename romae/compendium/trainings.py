@@ -11,10 +11,12 @@ what a notebook needs afterwards, its evaluation, is kept as a result of its own
 (`pretrain_finetune`'s test predictions, notebook 15's evaluations), never recomputed from weights that are not
 there (`fit_cached(need_weights=True)` retrains where weights must be had).
 
-`cached` reads here after the local cache, so a resumed run trains only what is missing; it writes here only
-while a record is open: `$ROMAE_TRAININGS` names its folder (`make reproduce PROFILE=paper` opens
-<reports>/trainings/). An entry whose code key is no longer the code's is stale (`table`): its key no longer
-matches, so it is retrained, like any artefact of old code.
+`romae.compendium.kept` reads here after the local cache, so a resumed run trains only what is missing; it writes
+here only while a record is open: `$ROMAE_TRAININGS` names its folder (`make reproduce` opens <reports>/trainings/).
+An entry is named by its config and by the *numbers* of the code that trained it (`romae.numerics`), so a comment,
+a moved function or a reworded message keeps it current; it is stale (`state`) only when the code would now compute
+other numbers (its key no longer matches: it is retrained, like any artefact of such code), and damaged when its
+twin does not hash to its name (copied or edited by hand: never used).
 
     python -m romae.compendium.trainings [--reports reports]     # every kept training: current or stale, time, memory, plan
 """
@@ -190,7 +192,7 @@ def measured():
 
 def save(key: str, result: Any, meta: dict, folder: Path | None = None) -> Path | None:
     """Write `result` (compacted) as <folder>/<key>.pt and its readable twin; nothing without an open record.
-    meta: config, code, modules (as the results cache records them) and facts (`measured`, planned_seconds)."""
+    meta: config, code, code_of (as the results cache records them) and facts (`measured`, planned_seconds)."""
     from . import report
     from .. import runtime
     from ..cache import _publish
@@ -212,11 +214,23 @@ def save(key: str, result: Any, meta: dict, folder: Path | None = None) -> Path 
     return path
 
 
-def load(key: str, require: tuple[str, ...] = ()) -> tuple[bool, Any]:
-    """(True, result) for a verified kept entry named `key` with every member of `require`, else (False, None)."""
+def _keyed_right(key: str, meta: dict) -> bool:
+    """Whether twin `meta` describes the entry named `key`: its config and code hash to the key's two last parts (an
+    entry copied under another training's key, or a twin edited by hand, does not)."""
+    from ..cache import key_of
+
+    try:
+        return key_of(key.rsplit("-", 2)[0], meta["config"], meta["code"]) == key
+    except (KeyError, TypeError, ValueError):
+        return False
+
+
+def load(key: str, require: tuple[str, ...] = (), folders: list[Path] | None = None) -> tuple[bool, Any]:
+    """(True, result) for a verified kept entry named `key` with every member of `require`, else (False, None).
+    An entry whose twin does not hash to its key is refused with a warning (copied or edited by hand)."""
     from ..cache import _load, _lock
 
-    for folder in folders():
+    for folder in (globals()["folders"]() if folders is None else folders):
         path, twin = folder / f"{key}.pt", folder / f"{key}.json"
         if not path.exists():
             continue
@@ -226,12 +240,57 @@ def load(key: str, require: tuple[str, ...] = ()) -> tuple[bool, Any]:
             meta = {}
         if any(r in meta.get("dropped", ()) for r in require):
             continue  # kept without what the caller needs (its weights): trained again
+        if meta and not _keyed_right(key, meta):
+            warnings.warn(f"kept training {path} is not the training its name says (its config and code do not hash "
+                          "to its key: copied or edited by hand); not used", stacklevel=3)
+            continue
         with _lock(folder, exclusive=False):
             found, result = _load(path, twin)
         if found:
             _DEVICES[meta.get("device") or "an unrecorded device"] = None
             return True, result
     return False, None
+
+
+# ----------------------------------------------------------------------------- re-keying (issue 42)
+
+REKEY = "rekey.json"  # in a record folder: the old keys the re-key step proved, {old key: old code}
+
+
+def rekey_proven(folder: Path) -> dict[str, str]:
+    """{old key: its old code string} of the entries of `folder` whose numerics the re-key step proved unchanged."""
+    try:
+        proof = json.loads((Path(folder) / REKEY).read_text())
+    except (OSError, ValueError):
+        return {}
+    return {k: v["code"] for k, v in proof.get("entries", {}).items() if v.get("proven")}
+
+
+def carry(folder: Path, old: str, new: str, meta: dict) -> None:
+    """Move the kept entry `old` of `folder` to key `new`: the same .pt bytes; its twin gains `meta` (the new config,
+    code and code_of), loses the byte-hash module list, and says where it came from (`rekeyed_from`)."""
+    from ..cache import _publish
+
+    folder = Path(folder)
+    twin = json.loads((folder / f"{old}.json").read_text())
+    data = (folder / f"{old}.pt").read_bytes()
+    twin.pop("modules", None)
+    twin.update(meta, rekeyed_from={"key": old, "code": twin.get("code"), "config": twin.get("config")})
+    _publish(folder / f"{new}.pt", folder / f"{new}.json", data, twin)
+    (folder / f"{old}.json").unlink()
+    (folder / f"{old}.pt").unlink()
+
+
+def rekeyed_from(key: str) -> tuple[str, str] | None:
+    """(old key, old code) of a carried entry named `key` in the record, or None."""
+    for folder in folders():
+        try:
+            origin = json.loads((folder / f"{key}.json").read_text()).get("rekeyed_from")
+        except (OSError, ValueError):
+            continue
+        if origin:
+            return origin["key"], origin["code"]
+    return None
 
 
 def entries(folder: Path | None = None) -> list[dict]:
@@ -249,16 +308,27 @@ def entries(folder: Path | None = None) -> list[dict]:
 
 
 def state(meta: dict) -> str:
-    """'current' when the modules an entry's code key hashes still hash to it, else 'stale: <why>'."""
-    from ..cache import code_version
+    """'current' when an entry is keyed right (`_keyed_right`) and the code it names, by its numbers, is the code's now
+    (`romae.numerics`: each library path's fingerprint and each other module's definitions), else 'stale: <why>'
+    (what changed), or 'damaged: <why>'."""
+    from .. import numerics
 
-    modules = meta.get("modules")
-    if modules is None:
-        return "stale: no module list (cannot be checked)"
-    missing = [m for m in modules if not (Path(__file__).parents[1] / m).is_file()]
-    if missing:
-        return f"stale: {', '.join(missing)} no longer exist"
-    return "current" if code_version(modules=tuple(modules)) == meta.get("code") else "stale: code changed"
+    if "key" in meta and not _keyed_right(meta["key"], meta):
+        return "damaged: its config and code do not hash to its key (copied or edited by hand): never used"
+    made_of = meta.get("code_of")
+    if made_of is None:
+        return "stale: keyed by the bytes of its modules (before the re-key): carried when a run next asks for it" \
+            if meta.get("modules") else "stale: no record of its code"
+    changed = [p for p, id_ in made_of.get("numerics", {}).items() if numerics.ids().get(p) != id_]
+    root = Path(__file__).resolve().parents[1]
+    for rel, digest in made_of.get("definitions", {}).items():
+        if not (root / rel).is_file():
+            changed.append(f"{rel} (gone)")
+        elif numerics.module_digest((root / rel).read_text()) != digest:
+            changed.append(rel)
+    if changed:
+        return "stale: the numbers of " + ", ".join(changed) + " changed"
+    return "current"
 
 
 def table(folder: Path | None = None):
@@ -320,7 +390,14 @@ def main(argv: list[str] | None = None) -> int:
     with pd.option_context("display.width", 200, "display.max_columns", 20, "display.max_rows", 500):
         print(t.drop(columns=["key"]) if args.each else grouped(t).to_string(index=False))
     stale = int((t.state != "current").sum())
-    print(f"{len(t)} kept trainings in {folder}: {len(t) - stale} current, {stale} stale (retrained when next run)")
+    damaged = int(t.state.str.startswith("damaged").sum())
+    print(f"{len(t)} kept trainings in {folder}: {len(t) - stale} current, {stale - damaged} stale (retrained when next "
+          f"run), {damaged} damaged (never used)")
+    for i, row in enumerate(t[t.state != "current"].itertuples()):
+        if i == 20:
+            print(f"  ... and {stale - 20} more (--each lists every training)")
+            break
+        print(f"  {row.key}: {row.state}")
     return 0
 
 

@@ -41,13 +41,14 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
+from ..files import CHUNK, digest, sha256, write_atomic  # the library's own: re-exported for the loaders
+
 try:
     import fcntl
 except ImportError:  # Windows: downloads are not locked there
     fcntl = None
 
 ENV_VAR = "ROMAE_DATA"
-CHUNK = 1 << 20  # 1 MiB
 # <repository>/data: the default data root of a clone (git-ignored), where `make data` puts what it fetches
 DEFAULT_ROOT = Path(__file__).resolve().parents[2] / "data"
 TIMEOUT = 60  # seconds without a byte before a download is given up (it resumes on the next try)
@@ -97,17 +98,6 @@ def fetch_command(names) -> str:
     """The command that downloads catalog data sets `names` into the data root."""
     names = [names] if isinstance(names, str) else list(names)
     return f"make data NAMES={','.join(names)}"
-
-
-def digest(path: str | Path, algorithm: str = "sha256") -> str:
-    """Hex digest of a file (sha256, md5, ...), streamed (hashlib.file_digest)."""
-    with open(path, "rb") as f:
-        return hashlib.file_digest(f, algorithm).hexdigest()
-
-
-def sha256(path: str | Path) -> str:
-    """Hex SHA-256 of a file."""
-    return digest(path, "sha256")
 
 
 def _writable(folder: Path) -> bool:
@@ -241,22 +231,6 @@ def read_sums(path: str | Path) -> dict[str, str]:
         digest, name = parts
         sums[name.lstrip("*")] = digest.lower()
     return sums
-
-
-def write_atomic(path: str | Path, content: str | bytes) -> Path:
-    """Write `content` (text as UTF-8, line endings as given) to `path` through a unique temporary file in
-    the same folder and os.replace: a reader, or another process writing the same file, never sees it half
-    written, and a kill leaves the old file. The one atomic writer of the package (reports, caches, stores)."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(content.encode("utf-8") if isinstance(content, str) else content)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
 
 
 def add_sums(folder: str | Path, names: list[str]) -> Path:

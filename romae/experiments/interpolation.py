@@ -29,7 +29,6 @@ import torch
 
 from ..compendium import plan, report
 from .. import runtime
-from ..cache import cached
 from ..config import RoMAEConfig, TrainConfig, check_profile, size
 from ..data import spiral as S
 from ..data import synthetic as Y
@@ -37,7 +36,7 @@ from ..masking import pad_observed
 from ..model import RoMAEForPreTraining
 from ..compendium.reference import paper_values, peer_values
 from ..compendium.report import record, save_table
-from ..train import fit_cached
+from ..compendium.kept import fit_cached, kept
 
 EXPERIMENT = "table7_interpolation"
 
@@ -124,10 +123,10 @@ def _seeds(name: str, run: RunConfig, mcfg: RoMAEConfig, train: dict, data_cfg, 
 
         trained = trained_model()  # a committed paper run keeps it without its weights, and its evaluation beside it
         weights = trained if "state_dict" in trained else None
-        ev = cached(f"{name}_eval", dict(prof=dataclasses.asdict(prof), seed=seed, steps=trained["steps"],
-                                         model=trained["run_id"]),
-                    lambda: evaluate(_load(mcfg, weights or trained_model(need_weights=True))), cache_dir=cache_dir,
-                    refresh=refresh, keep=True)
+        ev = kept(f"{name}_eval", dict(prof=dataclasses.asdict(prof), seed=seed, steps=trained["steps"],
+                                       model=trained["run_id"]),
+                  lambda: evaluate(_load(mcfg, weights or trained_model(need_weights=True))), cache_dir=cache_dir,
+                  refresh=refresh)
         out.append(dict(seed=seed, **ev, history=pd.DataFrame(trained["history"]), seconds=trained["seconds"],
                         steps=trained["steps"]))
     return out

@@ -35,7 +35,7 @@ from ..data import pendulum as P
 from ..model import RoMAEForPrediction
 from ..compendium.reference import paper_values, peer_values
 from ..compendium.report import record, save_table
-from ..train import fit_cached
+from ..compendium.kept import fit_cached
 
 EXPERIMENT = "table5_pendulum"
 PER_ELEMENT = "test MSE, per element"  # the S5/CRU unit: compared with S5's 3.41 (paper_values.csv)

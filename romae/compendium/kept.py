@@ -1,0 +1,221 @@
+"""Trainings and evaluations that outlive the process: the results cache, then the committed record of trainings.
+
+    result = kept("spiral_eval", key, compute)             # cached, and kept in the record when one is open
+    trained = fit_cached("pendulum_model", RoMAEForPrediction, cfg, data, train_cfg, key, seed=0)
+
+`kept` is `romae.cache.cached` for a training (or an evaluation kept beside one): it looks in the local results
+cache, then in the committed record (`romae.compendium.trainings`), and only then computes, measuring the wall time
+and peak memory, and writes both. `fit_cached` trains a model with `romae.train.fit` that way; its key holds the
+model and training configs, what the caller says of the data, and a hash of the whole training data
+(`romae.feeding.data_fingerprint`), so data that differs in any value is another training. Keys name the code by
+its numbers (`romae.numerics`): for a `fit_cached` training, the numerics of the model and the loop only (the data
+hash stands for whatever made the data).
+
+Re-keyed entries: trainings kept under the keys of the byte-hashed code (before the house of issue 42) are carried to
+their new keys the first time a run asks for them (`_legacy`), when `reports/trainings/rekey.json` lists them as
+proven (the re-key step, `romae.runner.rekey`: the numerics of their code paths are unchanged), never otherwise.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from .. import cache, runtime
+from ..config import TrainConfig
+from ..feeding import ArrayDataset, data_fingerprint
+from ..train import fit
+from . import terminal, trainings
+
+RUNS = Path(__file__).resolve().parents[2] / "runs"  # checkpoints of trainings that resume (git-ignored)
+_LEGACY_IDS: dict[str, str] = {}  # this process: a re-keyed training's new run id -> its id under the old keys
+
+
+def kept(name: str, config: Any, compute: Callable[[], Any], cache_dir=None, refresh: bool = False, *,
+         require: tuple[str, ...] = (), planned: float | None = None, code: str | None = None,
+         made_of: dict | None = None, depth: int = 2, legacy: Any = True) -> Any:
+    """compute()'s result for `config` and the code that produces it: from the results cache, else from the committed
+    record of trainings (an entry with every member of `require`), else computed, measured and written to both (the
+    record only while one is open, `trainings.open_folder`). The device it ran on is noted (`trainings.devices`).
+    `code` / `made_of`: the code to key on and what it is made of (default: `romae.cache.code_for` of the callers'
+    modules, `depth` frames up). `legacy`: the config this result had under the old keys (True: `config` with re-keyed
+    run ids translated; None: no look-up)."""
+    if runtime.dry_run():
+        return compute()
+    folder = Path(cache_dir) if cache_dir else cache.CACHE
+    if code is None:
+        code, made_of = cache.code_for(cache.producers(compute, depth=depth))
+    key = cache.key_of(name, config, code)
+    if not refresh:
+        found, result = cache.lookup(folder, key)
+        if found:
+            trainings.ran_on(_device_of(folder / f"{key}.json"))
+            return result
+        found, result = trainings.load(key, require)
+        if found:
+            return result
+        if legacy is not None:
+            found, result = _legacy(name, translate(config) if legacy is True else legacy, key, require,
+                                    dict(config=json.loads(cache.key_json(config)), code=code, code_of=made_of))
+            if found:
+                return result
+    with trainings.measured() as facts:
+        result = compute()
+    meta = {"config": json.loads(cache.key_json(config)), "code": code, "code_of": made_of,
+            "device": trainings.ran_on()}
+    cache.store(folder, key, result, meta)
+    trainings.save(key, result, dict({k: v for k, v in meta.items() if k != "device"}, facts=facts,
+                                     planned_seconds=planned))
+    return result
+
+
+def _device_of(twin: Path) -> str | None:
+    """The device a results-cache entry's twin names (a training's), or None (older entries, other results)."""
+    try:
+        device = json.loads(twin.read_text()).get("device")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return device if isinstance(device, str) and device else None
+
+
+def translate(config: Any) -> Any:
+    """`config` with every re-keyed run id (`_LEGACY_IDS`) replaced by its old one, through dicts and lists."""
+    if isinstance(config, dict):
+        return {k: translate(v) for k, v in config.items()}
+    if isinstance(config, (list, tuple)):
+        return type(config)(translate(v) for v in config)
+    return _LEGACY_IDS.get(config, config) if isinstance(config, str) else config
+
+
+def _legacy(name: str, old_config: Any, key: str, require: tuple[str, ...], meta: dict) -> tuple[bool, Any]:
+    """A training kept under its old key (config hash of `old_config`, code of the byte-hashed house) and proven by the
+    re-key step: carried to `key` in the record it was found in (same bytes; its twin gains the new config and code
+    and names its old key), and returned. (False, None) when there is none, or none proven."""
+    stem = f"{name}-{cache.config_hash(old_config)}-"
+    for folder in trainings.folders():
+        proven = trainings.rekey_proven(folder)
+        for twin in sorted(folder.glob(f"{stem}*.json")):
+            old = twin.stem
+            if old not in proven:
+                continue
+            found, result = trainings.load(old, require, folders=[folder])
+            if not found:
+                continue
+            trainings.carry(folder, old, key, meta)
+            _LEGACY_IDS_BY_KEY[key] = (old, proven[old])
+            return True, result
+    return False, None
+
+
+_LEGACY_IDS_BY_KEY: dict[str, tuple[str, str]] = {}  # new key -> (old key, old code), for `fit_cached`'s run ids
+
+
+# ----------------------------------------------------------------------------- trainings with fit
+
+def training_seconds(history: list[dict], fallback: float) -> float:
+    """Training time of a run from its history (the last row's `seconds` counts across resumes), so a run
+    that was resumed, or found finished, reports the time it really took; `fallback` if it logged none."""
+    times = [r["seconds"] for r in history if "seconds" in r]
+    return float(times[-1]) if times else fallback
+
+
+def fit_cached(name: str, model_cls, model_cfg, data, cfg: TrainConfig, key: dict, *, seed: int,
+               cache_dir=None, refresh: bool = False, checkpoints: bool = False,
+               pretrained=None, need_weights: bool = False, **fit_kwargs) -> dict:
+    """Train `model_cls(model_cfg)` on `data` (a dataset, e.g. an ArrayDataset or a TokenStore, or a dict
+    of tensors), or load the result -> {state_dict, history, steps, seconds, run_id}.
+
+    `key` names the data (and anything else that changes the model); the model and training configs and a hash of
+    the whole training data are added to it, minus what does not change the result (the progress bar, the
+    micro-batch, the checkpoint schedule). `checkpoints`: keep checkpoints and history.jsonl in
+    <repo>/runs/<name>-<hash>/ so an interrupted run resumes (always, when cfg.checkpoint_every is set: the plan's
+    schedule for the paper profile); `refresh` retrains from scratch.
+    `pretrained`: encoder weights loaded with `model.load_encoder` before training (the key must name
+    them, e.g. by the pre-training's run id), or a function returning them, called only if this trains.
+    Other keywords (val_data, metrics) go to `fit`, with the terminal's progress lines of `make reproduce`.
+
+    A finished training is kept (`kept`): in the committed record while one is open. Large weights are not kept, so
+    a result found there may have no `state_dict`; `need_weights`: the caller needs them (it evaluates the model), so
+    such an entry is trained again. Callers store what they compute from the weights as a kept result of its own.
+    """
+    rt = runtime.current()
+    # micro_batch is how the batch goes through memory, not what is learnt (equal up to rounding): a run
+    # planned for another GPU's memory is the same run; processes (a planning fact) counts once set
+    train = {k: v for k, v in cfg.to_dict().items() if k not in ("progress", "micro_batch", "checkpoint_every")}
+    if train["processes"] is None:
+        del train["processes"]
+    data_ = ArrayDataset(**data) if isinstance(data, dict) else data  # a dict of tensors, or a dataset
+    old_key = dict(key, model=model_cfg.to_dict(), train=train, init_seed=seed)
+    if rt.precision is not None and rt.precision != ("bf16" if cfg.bf16 else "fp32"):
+        old_key["precision"] = rt.precision  # a named deviation: another result
+    key = dict(old_key, data_content=None if rt.dry_run else data_fingerprint(data_))
+    # the code: the numerics of the loop and of the model's module (what made the data is in its hash)
+    modules = cache.module_closure(("train.py", cache._module_file(model_cls.__module__, cache.PACKAGE)))
+    code, made_of = cache.code_for(modules)
+    run_id = f"{name}-{cache.config_hash(dict(key, code=code))}"
+    checkpoints = checkpoints or cfg.checkpoint_every is not None  # a schedule asked for (romae.compendium.plan): kept
+    out_dir = RUNS / run_id if checkpoints and not rt.dry_run else None
+    computed = []
+    planned = None
+    if trainings.open_folder() is not None and not rt.dry_run:  # the plan's estimate, beside the measured time
+        from ..model import RoMAEForPreTraining
+        from . import plan
+
+        stage = "pretrain" if issubclass(model_cls, RoMAEForPreTraining) else "finetune"
+        planned = plan.training_seconds(stage, model_cfg, cfg, data)
+
+    def compute():
+        computed.append(True)
+        torch.manual_seed(seed)  # model initialisation
+        model = model_cls(model_cfg)
+        if pretrained is not None:
+            model.load_encoder(pretrained() if callable(pretrained) else pretrained)
+        t0 = time.perf_counter()
+        with terminal.named(name, planned):
+            res = fit(model, data_, cfg, out_dir=out_dir, config=model_cfg, resume=not refresh,
+                      on_progress=terminal.Training(), **fit_kwargs)
+        return dict(state_dict={k: v.detach().cpu() for k, v in res.model.state_dict().items()},
+                    history=res.history, steps=res.steps, seconds=training_seconds(res.history, time.perf_counter() - t0))
+
+    entry = cache.key_of(name, key, code)
+    result = kept(name, key, compute, cache_dir=cache_dir, refresh=refresh, code=code, made_of=made_of,
+                  require=("state_dict",) if need_weights else (), planned=planned, legacy=translate(old_key))
+    if entry in _LEGACY_IDS_BY_KEY:  # carried from the old keys: a later stage's old key names the old run id
+        old_stem, old_code = _LEGACY_IDS_BY_KEY[entry]
+        _LEGACY_IDS[run_id] = f"{name}-{cache.config_hash(dict(translate(old_key), code=old_code))}"
+    if not computed:
+        terminal.cached(name, planned)
+    return {**result, "run_id": run_id}
+
+
+def legacy_fingerprint(data) -> str:
+    """The data fingerprint of the byte-hashed house (16 evenly spaced samples and the size), for re-keying the
+    evaluations it kept (their old keys hold it); never used for a new key."""
+    from ..feeding import fetch
+
+    n = len(data)
+    idx = torch.unique(torch.linspace(0, n - 1, min(n, 16)).round().long())
+    h = hashlib.sha256(f"{n}".encode())
+    if isinstance(data, ArrayDataset):
+        batch = {k: v.index_select(0, idx.to(v.device)) for k, v in data.tensors.items()}
+    else:
+        with torch.random.fork_rng(devices=[]):
+            batch = fetch(data, idx)
+    for k in sorted(batch):
+        value = batch[k]
+        h.update(k.encode())
+        if torch.is_tensor(value):
+            value = value.detach().cpu().contiguous()
+            h.update(f"{value.dtype}{tuple(value.shape)}".encode())
+            h.update(value.reshape(-1).view(torch.uint8).numpy().tobytes() if value.numel() else b"")
+        else:
+            h.update(repr(value).encode())
+    return h.hexdigest()[:16]
+
+
+__all__ = ["fit_cached", "kept", "legacy_fingerprint", "training_seconds", "translate"]

@@ -1,0 +1,158 @@
+"""Which code made a published notebook run, by its numbers, and whether it still would (issue 42).
+
+A run's provenance record (<reports>/provenance/<notebook>.json, written by `romae.runner.reproduce`) names the
+code its kernel ran, in three parts:
+
+- `numerics`: {path: id} for the library modules it imported (`romae.numerics`: a fingerprint of the numbers each
+  code path computes, so a refactor, a comment or a renamed helper keeps it);
+- `definitions`: {family: {name: hash}} for the modules above the library that can change a number (the data
+  loaders, the experiments, the compendium's record and statistics; never the terminal lines, the kept-trainings
+  bookkeeping or the runner): each top-level definition by its syntax tree without docstrings, comments and imports
+  (`romae.numerics.definitions`); a family is a module, or a package with all its modules (`family`);
+- `notebook_code`: a hash of the notebook's code cells, the same way (imports left out, and `module.name` read as
+  `name` for the package's own modules, so a moved function keeps it); its prose is not in it.
+
+`freshness` says 'current' when each of them still holds: every path's id is the code's now, every recorded
+definition is found unchanged in its family or, moved, anywhere in the package, and the notebook's code is the same.
+A record of the byte-hashed house (format 1: each file's sha256) is checked as it was, byte for byte.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+from pathlib import Path
+
+from .. import numerics
+
+PACKAGE = Path(numerics.__file__).resolve().parent
+ROOT = PACKAGE.parent
+FORMAT = 2
+
+
+def family(rel: str) -> str | None:
+    """'experiments/uea/protocol.py' -> 'experiments/uea'; 'compendium/report.py' -> 'compendium/report';
+    'data/uea.py' -> 'data/uea'; None for a library module ('model.py') and for what never changes a number."""
+    if "/" not in rel or not numerics.counts_as_code(rel):
+        return None
+    parts = rel[:-3].split("/")
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return "/".join(parts[:2])
+
+
+def _package_files(root: Path = PACKAGE) -> dict[str, str]:
+    return {p.relative_to(root).as_posix(): p.read_text() for p in sorted(root.rglob("*.py"))
+            if "__pycache__" not in p.parts}
+
+
+def family_definitions(files: dict[str, str]) -> dict[str, dict[str, str]]:
+    """{family: {name: hash}} of package files {rel: source} (`family`; files of no family left out)."""
+    out: dict[str, dict[str, str]] = {}
+    for rel, source in sorted(files.items()):
+        fam = family(rel)
+        if fam is not None:
+            out.setdefault(fam, {}).update(numerics.definitions(source))
+    return out
+
+
+def all_definitions(files: dict[str, str]) -> dict[str, set[str]]:
+    """{name: {hashes}} over every package file: where a moved definition is looked for."""
+    out: dict[str, set[str]] = {}
+    for source in files.values():
+        try:
+            for name, h in numerics.definitions(source).items():
+                out.setdefault(name, set()).add(h)
+        except SyntaxError:
+            continue
+    return out
+
+
+def notebook_code(text: str) -> str:
+    """A hash of a notebook's code cells (JSON text): imports and docstrings left out, `alias.name` read as `name`
+    where `alias` is a module of this package imported by the notebook; cells with shell or magic lines by text."""
+    nb = json.loads(text)
+    h = hashlib.sha256()
+    for cell in nb.get("cells", []):
+        if cell.get("cell_type") != "code":
+            continue
+        source = "".join(cell.get("source", []))
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            h.update(source.encode())
+            continue
+        ours = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("romae"):
+                ours.update(a.asname or a.name for a in node.names)
+            elif isinstance(node, ast.Import):
+                ours.update((a.asname or a.name).split(".")[0] for a in node.names if a.name.startswith("romae"))
+
+        class Unqualify(ast.NodeTransformer):
+            def visit_Attribute(self, node):
+                self.generic_visit(node)
+                if isinstance(node.value, ast.Name) and node.value.id in ours:
+                    return ast.copy_location(ast.Name(id=node.attr, ctx=node.ctx), node)
+                return node
+
+        tree = Unqualify().visit(numerics._strip(tree))
+        h.update(ast.dump(tree, annotate_fields=False, include_attributes=False).encode())
+    return h.hexdigest()[:16]
+
+
+def record(modules: list[str], notebook: Path, files: dict[str, str] | None = None,
+           ids: dict[str, str] | None = None) -> dict:
+    """The code part of a format-2 provenance record for a kernel that imported package `modules`
+    ('romae/model.py', ...) and ran `notebook`: numerics, definitions, notebook_code (see the module docstring).
+    `files`, `ids`: another tree's sources and path ids (the re-key step); default: this checkout's."""
+    files = _package_files() if files is None else files
+    ids = numerics.ids() if ids is None else ids
+    rels = sorted({m.removeprefix("romae/") for m in modules})
+    paths = sorted({p for p in (numerics.path_of(r) for r in rels if "/" not in r) if p})
+    fams = sorted({f for f in (family(r) for r in rels) if f})
+    defs = family_definitions(files)
+    return {"format": FORMAT, "numerics": {p: ids[p] for p in paths},
+            "definitions": {f: defs.get(f, {}) for f in fams},
+            "notebook_code": {Path(notebook).as_posix() if not Path(notebook).is_absolute() else
+                              Path(notebook).relative_to(ROOT).as_posix(): notebook_code(Path(notebook).read_text())}}
+
+
+def freshness(provenance: dict, root: Path = ROOT) -> tuple[str, list[str]]:
+    """('current', []) when the code a run recorded would compute the same numbers now, else ('stale', what changed);
+    a run without a record is stale."""
+    if provenance.get("format") != FORMAT:
+        return _freshness_v1(provenance, root)
+    changed = []
+    now = numerics.ids()
+    for p, id_ in provenance.get("numerics", {}).items():
+        if now.get(p) != id_:
+            changed.append(f"numerics of {p}")
+    files = _package_files(root / "romae")
+    fams, anywhere = family_definitions(files), None
+    for fam, defs in provenance.get("definitions", {}).items():
+        current = fams.get(fam, {})
+        for name, h in defs.items():
+            if current.get(name) == h:
+                continue
+            anywhere = all_definitions(files) if anywhere is None else anywhere
+            if h not in anywhere.get(name, ()):
+                changed.append(f"{fam}: {name}")
+    for nb, h in provenance.get("notebook_code", {}).items():
+        path = root / nb
+        if not path.exists() or notebook_code(path.read_text()) != h:
+            changed.append(nb)
+    if not (provenance.get("numerics") or provenance.get("definitions") or provenance.get("notebook_code")):
+        return "stale", ["(no record of the code it ran)"]
+    return ("stale", sorted(changed)) if changed else ("current", [])
+
+
+def _freshness_v1(provenance: dict, root: Path) -> tuple[str, list[str]]:
+    """A record of the byte-hashed house: current when every file it names has the same sha256."""
+    files = dict(provenance.get("modules", {}), **provenance.get("notebook_file", {}))
+    if not files:
+        return "stale", ["(no record of the code it ran)"]
+    changed = [f for f, h in files.items()
+               if not (root / f).exists() or hashlib.sha256((root / f).read_bytes()).hexdigest() != h]
+    return ("stale", sorted(changed)) if changed else ("current", [])
