@@ -335,7 +335,7 @@ def test_smoke_run_records_stand_in_rows(tmp_path):
     assert rows.setting.str.startswith(X.STAND_IN).all()
     f1 = rows[rows.metric == "macro_f1"].ours
     assert f1.between(0, 1).all()
-    from romae.compendium.report import build_summary
+    from romae.runner.summary import build_summary
 
     # the scale behind "stand-in" and "reduced": generated light curves, fewer epochs (Table 18: 200 + 25)
     import json

@@ -173,7 +173,7 @@ def test_figure_3_4_checks_need_a_model_that_learned(tmp_path, model_mse, want, 
     """Figure 4's check is the two-mode FFT-MSE's slope against each pair's higher frequency (>= 9 Hz); both
     Figure 3's and 4's read "claim holds" only when the model's time-domain MSE is at most half the trivial
     predictor's (0.30 here, about predicting 0 on these sines); a model at the trivial level is "not tested"."""
-    from romae.compendium.report import build_summary
+    from romae.runner.summary import build_summary
 
     one, two = _frames(1e-4, model_mse)
     sc = F.run_scale(F.config("quick"))

@@ -5,7 +5,8 @@ import pytest
 
 from romae.runner import frontpage
 from romae.compendium import report
-from romae.compendium.report import build_summary, record, scale
+from romae.compendium.report import record, scale
+from romae.runner.summary import build_summary
 
 FULL = scale(data=(20000, 20000), epochs=(10, 10), seeds=(5, 5))
 LEARNED = report.learned(0.05, 200.0, "the constant mean position")

@@ -72,12 +72,13 @@ def test_index_fits_1400_px_with_long_notes(tmp_path):
     """Every table wraps its cells: a page with a long note and a long unbroken word is no wider than a
     1400 px window, so every note can be read without scrolling sideways."""
     from romae.compendium import report
+    from romae.runner.summary import build_summary
 
     reports = tmp_path / "reports"
     long_note = "a long note about the run, " * 60 + "unbroken_" * 40
     report.record("table6_uea", "BasicMotions", "accuracy", 0.9, profile="quick", reports_dir=reports,
                   scale=report.scale(epochs=(50, 50), seeds=(1, 3)), note=long_note)
-    report.build_summary(reports)
+    build_summary(reports)
     index = reproduce.build_index(reports)
     probe = index.with_name("probe.html")
     probe.write_text(index.read_text().replace(

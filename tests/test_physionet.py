@@ -501,6 +501,7 @@ def test_rows_count_trained_models_and_show_the_baselines(tmp_path, monkeypatch)
     """A dry run (2 steps, generated records): every method is an `mse` row; RoMAE's n_seeds is its one trained
     model, a baseline's 0, the mask draws are in the note; the baselines are summary rows with no paper value."""
     from romae.compendium import report
+    from romae.runner.summary import build_summary
     from romae import runtime
 
     monkeypatch.setenv("ROMAE_MAX_STEPS", "2")
@@ -517,7 +518,7 @@ def test_rows_count_trained_models_and_show_the_baselines(tmp_path, monkeypatch)
     assert r.n_seeds == 1 and "one trained model" in r.note and "1 seeded evaluation mask draw" in r.note
     assert json.loads(r.learned)["predictor"] == "the training mean of each variable"
     assert json.loads(r.scale)["dataset"][0].startswith("generated")
-    summary = report.build_summary(tmp_path)
+    summary = build_summary(tmp_path)
     base = summary[summary.setting == f"{E.setting('zscore', 'token')}, baseline: linear interpolation"]
     assert base.status.iloc[0].startswith("no paper value")
     for plot in (E.plot_methods, E.plot_learning_curves, E.plot_record, E.plot_per_variable):

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from romae.compendium import plan
+from romae.runner import plantables
 from romae.runner.bench import main as bench
 from romae.config import RoMAEConfig, TrainConfig, size, to_json
 from romae.data.catalog import Need
@@ -19,7 +20,7 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 @pytest.fixture(scope="module")
 def paper_plan():
     """The README's plan (one H100, 80 GiB, all precisions): cold about a minute, then cached on disk."""
-    return plan.readme_plan()
+    return plantables.readme_plan()
 
 
 def _real_saved_bytes(t: plan.Training, micro: int, bf16: bool) -> int:
@@ -183,16 +184,16 @@ def test_every_paper_training_fits_80_gb(paper_plan):
 
 def test_readme_table_is_current(paper_plan):
     text = README.read_text()
-    assert plan.README_BEGIN in text, "README.md has no paper-profile plan section"
-    block = text.split(plan.README_BEGIN, 1)[1].split(plan.README_END, 1)[0]
-    assert block.strip() == plan.readme_block(paper_plan).strip(), (
+    assert plantables.README_BEGIN in text, "README.md has no paper-profile plan section"
+    block = text.split(plantables.README_BEGIN, 1)[1].split(plantables.README_END, 1)[0]
+    assert block.strip() == plantables.readme_block(paper_plan).strip(), (
         "README's plan is stale: run `python -m romae.runner.bench plan --profile paper --device h100 --gpus 1 "
         "--gpu-memory 80 --markdown --readme README.md`")
 
 
 def test_cli(tmp_path, capsys):
     out, readme = tmp_path / "plan.json", tmp_path / "README.md"
-    readme.write_text(f"# x\n{plan.README_BEGIN}\nold\n{plan.README_END}\ntail\n")
+    readme.write_text(f"# x\n{plantables.README_BEGIN}\nold\n{plantables.README_END}\ntail\n")
     assert bench(["plan", "--profile", "paper", "--only", "14", "--gpu-memory", "80", "--precision", "bf16",
                   "--out", str(out), "--markdown", "--readme", str(readme)]) == 0
     printed = capsys.readouterr().out
@@ -201,14 +202,14 @@ def test_cli(tmp_path, capsys):
     assert [r["name"] for r in saved["rows"]] == ["pendulum, ours", "pendulum, authors' configuration"]
     assert list(saved["rows"][0]["precision"]) == ["bf16"]
     text = readme.read_text()
-    assert "old" not in text and text.endswith(f"{plan.README_END}\ntail\n") and "| 14 | pendulum, ours |" in text
+    assert "old" not in text and text.endswith(f"{plantables.README_END}\ntail\n") and "| 14 | pendulum, ours |" in text
     with pytest.raises(SystemExit):
         bench(["plan", "--only", "99"])
     assert "unknown notebooks ['99']" in capsys.readouterr().err
     plain = tmp_path / "plain.md"
     plain.write_text("no markers\n")
     with pytest.raises(ValueError, match="no <!-- plan:begin -->"):
-        plan.write_readme(plain, plan.plan(only=["14"], checked=False))
+        plantables.write_readme(plain, plan.plan(only=["14"], checked=False))
 
 
 def test_pretrain_finetune_takes_the_planned_micro_batch(monkeypatch):

@@ -138,7 +138,7 @@ def test_smoke_run_records_rows(tmp_path):
     assert set(rows[rows.experiment == position.FIG2].setting) == {"(0, 100)", "(0, 1000)"}
     assert rows.scale.notna().all() and rows.learned.notna().all()  # every row: its scale and the trivial check
     # an untrained model (4 SGD steps at lr 5e-6 / 5e-7 predict ~0): Figure 2's claim is not tested
-    from romae.compendium.report import build_summary
+    from romae.runner.summary import build_summary
 
     summary = build_summary(reports)
     claims = summary[(summary.experiment == position.FIG2) & (summary.metric == "edge_over_interior")]
@@ -196,7 +196,7 @@ def test_fig2_claim_needs_a_model_that_beats_the_constant(tmp_path, monkeypatch,
     """A constant output (as the committed (0, 1000) quick run, ~322 everywhere) has larger edge errors too,
     so edge/interior > 1; the summary must read "not tested: the model did not learn". A model that is
     accurate inside and worse at the edges passes the same check ("claim holds")."""
-    from romae.compendium.report import build_summary
+    from romae.runner.summary import build_summary
 
     if case == "constant":
         pred_of = lambda p, lo, hi: torch.full_like(p, lo + 0.322 * (hi - lo))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from romae.runner import reproduce
+from romae.runner import reproduce, staging
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORTS = ROOT / "reports"
@@ -153,7 +153,7 @@ def test_tqdm_widget_warning_is_dropped_with_the_bars():
 
 def test_redactor_knows_the_top_folder_of_a_clone_kept_outside_the_usual_ones(monkeypatch):
     # CI checks a clone out under /check/...: a sibling folder of the clone is a machine path too
-    monkeypatch.setattr(reproduce, "ROOT", Path("/check/work/main"))
+    monkeypatch.setattr(staging, "ROOT", Path("/check/work/main"))
     monkeypatch.delenv("ROMAE_DATA", raising=False)
     redact = reproduce.redactor()
     assert redact("cwd=/check/work/main and /check/work/main2/x") == f"cwd=. and {reproduce.LOCAL}/x"

@@ -9,7 +9,8 @@ import pytest
 
 from romae.compendium import report
 from romae.compendium.reference import paper_value, paper_values
-from romae.compendium.report import build_summary, record, save_table, scale, status
+from romae.compendium.report import record, save_table, scale, status
+from romae.runner.summary import build_summary
 
 FULL_T9 = scale(device=("NVIDIA GTX 1650 Ti", "NVIDIA GTX 1650 Ti"), data=(64, 64))  # the paper's own setting
 

@@ -18,6 +18,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from romae.compendium import report
 from romae.runner import reproduce
+from romae.runner.summary import artefact_view, build_summary
 from romae.compendium.reference import artefacts, paper_values
 
 PARAMETERS = 'profile: str = "smoke"\nreports_dir: str = ""'
@@ -174,7 +175,7 @@ def test_every_paper_artefact_has_a_row(tmp_path):
     assert {i.split("_")[0] for i in ids if i.startswith("fig")} == {"fig2", "fig3", "fig4", "fig5", "fig7", "fig8"}
     covered = {e for a in artefacts() for e in a["experiments"]}
     assert {r["experiment"] for r in paper_values()} <= covered  # every paper row belongs to an artefact
-    view = report.artefact_view(report.build_summary(tmp_path), tmp_path)
+    view = artefact_view(build_summary(tmp_path), tmp_path)
     assert set(view.artefact) == ids and (view.status.str.len() > 0).all()
     assert view.set_index("artefact").status["table2_tiny_imagenet"] == "3 not run"
     assert "figure not made" in view.set_index("artefact").status["fig5_frequency_example"]
@@ -187,6 +188,6 @@ def test_derived_check_of_figure_2(tmp_path):
     for metric, v in (("abs_error_interior_median", 0.5), ("abs_error_lower_edge", 2.0), ("abs_error_upper_edge", 4.0)):
         report.record("fig2_position_range", "(0, 100)", metric, v, profile="quick", scale={}, reports_dir=tmp_path,
                       learned=report.learned(0.6, 25.0, "the constant mean position"))
-    summary = report.build_summary(tmp_path)
+    summary = build_summary(tmp_path)
     row = summary[(summary.setting == "(0, 100)") & (summary.metric == "edge_over_interior")]
     assert row.ours.tolist() == [8.0] and row.status.tolist() == ["claim holds"]

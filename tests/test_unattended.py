@@ -251,19 +251,19 @@ def test_a_reader_never_sees_a_half_written_summary(tmp_path):
     import threading
     from pathlib import Path
 
-    from romae.compendium import report
+    from romae.runner.summary import build_summary
 
     root = Path(__file__).resolve().parents[1] / "reports"
     for name in ("results.csv", "runs.csv"):
         shutil.copy(root / name, tmp_path / name)
     shutil.copytree(root / "provenance", tmp_path / "provenance")
-    report.build_summary(tmp_path)
+    build_summary(tmp_path)
     whole = (tmp_path / "SUMMARY.md").read_text()
     done, seen = threading.Event(), []
 
     def rebuild():
         for _ in range(15):
-            report.build_summary(tmp_path)
+            build_summary(tmp_path)
         done.set()
 
     writer = threading.Thread(target=rebuild)
