@@ -45,7 +45,7 @@ from ..cache import CACHE
 from ..config import RoMAEConfig, TrainConfig, check_profile, size
 from ..data import elasticc, files, lightcurves
 from ..data.catalog import Need, require
-from ..recipe import DROP_PATH_RULE, plot_learning_curves as plot_histories, pretrain_finetune
+from ..compendium.recipe import DROP_PATH_RULE, plot_learning_curves as plot_histories, pretrain_finetune
 from ..model import prediction_config
 from ..compendium.plan import Training
 from ..compendium.reference import peer_values

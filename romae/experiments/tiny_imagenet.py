@@ -38,7 +38,7 @@ from ..data import tiny_imagenet
 from ..data.catalog import Need, require
 from ..images import GridDataset, from_images, mae_reconstruction, rand_augment
 from ..model import RoMAEForPreTraining, prediction_config
-from ..recipe import plot_learning_curves as plot_histories, pretrain_finetune
+from ..compendium.recipe import plot_learning_curves as plot_histories, pretrain_finetune
 from ..compendium.reference import paper_values, peer_values
 from ..compendium.report import difference, difference_text, loss_flags, record, save_table, scale
 

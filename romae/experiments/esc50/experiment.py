@@ -11,7 +11,7 @@ from ... import runtime
 from ...audio import from_spectrograms
 from ...data import esc50
 from ...data.catalog import require
-from ...recipe import pretrain_finetune
+from ...compendium.recipe import pretrain_finetune
 from ...compendium.reference import peer_values
 from ...compendium.report import difference, difference_text, loss_flags, record, save_table, scale
 

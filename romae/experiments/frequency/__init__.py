@@ -48,7 +48,7 @@ from ...config import RoMAEConfig, TrainConfig, check_profile, size
 from ...data.sines import SineConfig, one_mode_freqs, sine_series, snr, two_mode_freqs
 from ...model import RoMAEForPreTraining
 from ...compendium.report import learned, loss_flags, record, save_table, scale
-from ...train import fit_cached
+from ...compendium.kept import fit_cached
 
 # the experiment's definitions, moved verbatim into one module per job, importable from here as before
 from .profiles import (

@@ -10,7 +10,7 @@ import torch
 from ...compendium import plan
 from ...data.sines import sine_series
 from ...model import RoMAEForPreTraining
-from ...train import fit_cached
+from ...compendium.kept import fit_cached
 
 from .profiles import FrequencyConfig
 

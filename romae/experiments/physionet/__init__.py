@@ -76,7 +76,7 @@ from ...model import RoMAEForPreTraining
 from ...compendium.reference import peer_values
 from ...compendium.report import record, save_table
 from ...feeding import bucketed
-from ...train import fit_cached
+from ...compendium.kept import fit_cached
 
 # the experiment's definitions, moved verbatim into one module per job, importable from here as before
 from .profiles import (

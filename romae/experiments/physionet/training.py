@@ -11,7 +11,7 @@ from ...builders import from_long
 from ...data import physionet as P
 from ...masking import equalize, keep_groups, trim_padding
 from ...model import RoMAEForPreTraining
-from ...train import fit_cached
+from ...compendium.kept import fit_cached
 
 from .profiles import SCORINGS, BOUND_QUANTILES, UNITS, RunConfig, Profile
 from .records import hidden_rows

@@ -8,7 +8,8 @@ import torch
 
 from ...compendium import plan, terminal
 from ... import runtime
-from ...cache import cached
+from ... import cache
+from ...compendium.kept import kept
 from ...config import RoMAEConfig, TrainConfig
 from ...data.position import position_grid, position_samples
 from ...model import RoMAEForPrediction
@@ -40,12 +41,12 @@ def _train(model_cfg: RoMAEConfig, train_cfg: TrainConfig, train: dict, test: di
     train_cfg = plan.fit_memory(train_cfg, model_cfg, train["values"].shape[1], "finetune", profile)  # paper: micro-batch
     t0 = time.perf_counter()
     res = fit(model, ArrayDataset(**train), train_cfg, val_data=ArrayDataset(**test), config=model_cfg,
-              device=device)
+              device=device, on_progress=terminal.Training())
     return res, time.perf_counter() - t0
 
 
 def _kept(name: str, label: str, key: dict, compute, cache_dir, refresh: bool, planned: float | None) -> dict:
-    """`cached(name, key, compute)` as a training: kept in the committed record of a paper run (`romae.compendium.trainings`),
+    """`kept(name, key, compute)`: a training kept in the committed record of a paper run (`romae.compendium.trainings`),
     and told in the terminal as `label` (trained, with the plan's seconds, or already done)."""
     computed = []
 
@@ -54,7 +55,9 @@ def _kept(name: str, label: str, key: dict, compute, cache_dir, refresh: bool, p
         with terminal.named(label, planned):
             return compute()
 
-    result = cached(name, key, train, cache_dir=cache_dir, refresh=refresh, keep=True, planned=planned)
+    # keyed by this module's closure (its profiles, the data generator, the model and the loop), not the callers'
+    code, made_of = cache.code_for(cache.module_closure(("experiments/position/training.py",)))
+    result = kept(name, key, train, cache_dir=cache_dir, refresh=refresh, planned=planned, code=code, made_of=made_of)
     if not computed:
         terminal.cached(label, planned)
     return result

@@ -45,7 +45,7 @@ from ...data import files, uea
 from ...data.catalog import Need, require
 from ...compendium.plan import Training
 from ...model import RoMAEForPrediction, RoMAEForPreTraining, prediction_config
-from ...recipe import DROP_PATH_RULE, pretrain_finetune
+from ...compendium.recipe import DROP_PATH_RULE, pretrain_finetune
 from ...compendium.reference import peer_values
 from ...compendium.report import device_label, record, save_table
 

@@ -12,7 +12,7 @@ from ...compendium import cost, report, terminal
 from ...config import as_list
 from ...data import uea
 from ...data.catalog import require
-from ...recipe import DROP_PATH_RULE, pretrain_finetune
+from ...compendium.recipe import DROP_PATH_RULE, pretrain_finetune
 from ...compendium.report import device_label, record, save_table
 
 from .profiles import (

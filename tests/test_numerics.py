@@ -1,0 +1,134 @@
+"""Keys by numbers (issue 42, romae.numerics): a planted change of arithmetic changes a path's fingerprint, a planted
+refactor does not; definitions above the library ignore comments, docstrings and imports; the kept record and the
+published artefacts stay current when the runner and the compendium are edited (comments, sentences)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from romae import numerics
+
+PACKAGE = Path(numerics.__file__).resolve().parent
+ROOT = PACKAGE.parent
+
+
+def _ids_of(root: Path, paths=("model", "train")) -> dict[str, str]:
+    """The ids of `paths` computed on the package copy under `root` (in a subprocess)."""
+    out = root.parent / "vectors.json"
+    env = dict(os.environ, PYTHONPATH=str(root.parent))
+    subprocess.run([sys.executable, str(root / "numerics.py"), "--vectors", str(out), "--paths", *paths],
+                   cwd=root.parent.parent, env=env, check=True, capture_output=True)
+    vectors = json.loads(out.read_text())
+    return {p: numerics.identify(p, v) for p, v in vectors.items()}
+
+
+def _copy(tmp_path) -> Path:
+    root = tmp_path / "tree" / "romae"
+    shutil.copytree(PACKAGE, root, ignore=shutil.ignore_patterns("__pycache__"))
+    return root
+
+
+def test_registered_ids_are_the_code_now():
+    """The registry knows this code's numbers (else `python -m romae.numerics --register` was forgotten)."""
+    ids = numerics.ids()
+    assert set(ids) == set(numerics.PATHS)
+    assert not [p for p, i in ids.items() if i.startswith("~")], ids
+
+
+def test_every_library_module_is_fingerprinted_or_says_why_not():
+    for p in sorted(PACKAGE.glob("*.py")):
+        assert numerics.path_of(p.name) or p.name in numerics.INFRASTRUCTURE, p.name
+
+
+def test_a_planted_numerics_change_changes_the_fingerprint(monkeypatch):
+    before = numerics.vector("model")
+    import romae.model as M
+
+    monkeypatch.setattr(M.RMSNorm, "forward", lambda self, x: M.F.rms_norm(x, (x.shape[-1],), self.weight, 1e-3))
+    assert not numerics._matches(numerics.vector("model"), before)  # an epsilon
+    monkeypatch.undo()
+    assert numerics._matches(numerics.vector("model"), before)
+    train_before = numerics.vector("train")
+    import romae.optim as O
+
+    real = O.lr_at
+    monkeypatch.setattr(O, "lr_at", lambda step, total, warmup, lr: real(step, total, warmup, lr) * 1.01)
+    import romae.train as T
+
+    monkeypatch.setattr(T, "lr_at", O.lr_at)
+    monkeypatch.setattr(T, "_lr_factor", lambda step, total_steps, warmup_steps: O.lr_at(step, total_steps, warmup_steps, 1.0))
+    assert not numerics._matches(numerics.vector("train"), train_before)  # a scale
+
+
+def test_a_planted_refactor_keeps_the_fingerprint(tmp_path):
+    """Comments, a renamed private helper and a moved function keep every id (computed from another checkout)."""
+    root = _copy(tmp_path)
+    model = root / "model.py"
+    text = model.read_text().replace("_finite_labels(", "_labels_are_finite(")
+    assert "_labels_are_finite(" in text
+    model.write_text("# a refactor\n" + text + "\n# the end\n")
+    train = root / "train.py"
+    train.write_text(train.read_text().replace("_seed_everything", "_seed_all") + "\n# moved helpers below\n")
+    assert _ids_of(root) == {p: numerics.ids()[p] for p in ("model", "train")}
+
+
+def test_a_planted_change_in_a_copy_is_seen(tmp_path):
+    root = _copy(tmp_path)
+    rope = root / "rope.py"
+    text = rope.read_text()
+    assert "k = torch.arange(half, dtype=torch.float64)" in text
+    rope.write_text(text.replace("k = torch.arange(half, dtype=torch.float64)",
+                                 "k = torch.arange(half, dtype=torch.float64) * 1.001"))
+    assert _ids_of(root, ("model",))["model"] != numerics.ids()["model"]
+
+
+def test_definitions_ignore_comments_docstrings_imports_and_order():
+    a = 'import os\n"""doc"""\nX = 1\n\ndef f(x):\n    """about f"""\n    import math\n    return x + X  # add\n'
+    b = 'from os import path\n\ndef f(x):\n    return x + X\n# moved\nX = 1\n'
+    assert numerics.module_digest(a) == numerics.module_digest(b)
+    assert numerics.module_digest(a) != numerics.module_digest(a.replace("x + X", "x - X"))
+    assert numerics.definitions(a).keys() == {"X", "f"}
+
+
+def test_comments_in_runner_and_compendium_leave_kept_trainings_and_artefacts_current(tmp_path, monkeypatch):
+    """In a copy of the repository: a comment appended to every runner and compendium module keeps every kept
+    training and every published artefact current; a change of the model's arithmetic stales the trainings."""
+    from romae.compendium import trainings
+    from romae.runner import provenance
+
+    entries = [m for m in trainings.entries() if "code_of" in m][:6]
+    if not entries:
+        pytest.skip("no kept training carries a numbers key yet")
+    copy = tmp_path / "repo"
+    shutil.copytree(ROOT / "romae", copy / "romae", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "notebooks", copy / "notebooks")
+    for f in list((copy / "romae" / "runner").rglob("*.py")) + list((copy / "romae" / "compendium").rglob("*.py")):
+        with open(f, "a") as out:
+            out.write("\n# a comment appended by the test\n")
+    records = [json.loads(p.read_text()) for p in (ROOT / "reports").rglob("provenance/*.json")]
+    records = [r for r in records if r.get("format") == provenance.FORMAT]
+    for r in records:
+        assert provenance.freshness(r, root=copy)[0] == "current", r["notebook"]
+    for m in entries:
+        assert trainings.state(m) == "current", m["key"]
+    # the model's arithmetic changed: the numerics id of the path moves, so the trainings keyed on it are stale
+    monkeypatch.setattr(numerics, "ids", lambda: dict(numerics.PATHS and {p: "changed" for p in numerics.PATHS}))
+    for m in entries:
+        assert trainings.state(m).startswith("stale"), m["key"]
+
+
+def test_data_fingerprint_sees_every_value():
+    from romae.feeding import ArrayDataset, data_fingerprint
+
+    data = ArrayDataset(values=torch.randn(100, 4, 2), positions=torch.rand(100, 1, 4))
+    before = data_fingerprint(data)
+    data.tensors["values"][57, 2, 1] += 1e-3  # not one of 16 evenly spaced samples
+    assert data_fingerprint(data) != before
