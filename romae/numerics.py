@@ -51,8 +51,11 @@ PATHS = {
 INFRASTRUCTURE = ("__init__.py", "cache.py", "files.py", "runtime.py", "numerics.py", "bench.py", "promise.py",
                   "reproduce.py", "gpucheck.py", "trainings.py")
 # code above the library that records, tells or lays out results without computing them: never in an id
+# (the plan, its memory and time model and the cost model estimate time and memory and choose micro-batches, which
+# change how a batch goes through memory, not what is learnt: never in a key, as before the re-key)
 NOT_NUMBERS = ("compendium/terminal.py", "compendium/trainings.py", "compendium/settings.py", "compendium/kept.py",
-               "compendium/__init__.py", "runner/")
+               "compendium/__init__.py", "compendium/plan.py", "compendium/footprint.py", "compendium/cost.py",
+               "runner/")
 
 
 # ----------------------------------------------------------------------------- summarising numbers

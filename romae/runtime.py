@@ -162,3 +162,20 @@ def dry_seeds(seeds) -> tuple:
 def dry_count(n: int, at_most: int = DRY_EVAL) -> int:
     """How many of n samples a set keeps: all of them, or in a dry run at most `at_most`."""
     return min(n, at_most) if dry_run() else n
+
+
+def device_label(device: str | torch.device | None = None) -> str:
+    """A readable name of the device results were computed on, e.g. 'cpu (AMD EPYC, 2 threads)'."""
+    dev = torch.device(device) if device is not None else torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if dev.type == "cuda":
+        return torch.cuda.get_device_name(dev)
+    import platform
+    from pathlib import Path
+
+    name = platform.processor() or platform.machine()
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+        name = next(line.split(":", 1)[1].strip() for line in lines if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return f"cpu ({name}, {torch.get_num_threads()} threads)"

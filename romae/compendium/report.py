@@ -31,6 +31,7 @@ import pandas as pd
 import torch
 
 from .. import runtime
+from ..runtime import device_label  # the library's; re-exported for notebooks and the runner
 from ..data import files
 from .reference import paper_values
 # the statistics and the verdicts live in their own modules; notebooks call them through here
@@ -56,20 +57,6 @@ def reports_path(reports_dir: str | Path | None = None) -> Path:
     if reports_dir:
         return Path(reports_dir)
     return Path(os.environ["ROMAE_REPORTS"]) if os.environ.get("ROMAE_REPORTS") else REPORTS
-
-
-def device_label(device: str | torch.device | None = None) -> str:
-    """A readable name of the device results were computed on, e.g. 'cpu (AMD EPYC, 2 threads)'."""
-    dev = torch.device(device) if device is not None else torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if dev.type == "cuda":
-        return torch.cuda.get_device_name(dev)
-    name = platform.processor() or platform.machine()
-    try:
-        lines = Path("/proc/cpuinfo").read_text().splitlines()
-        name = next(line.split(":", 1)[1].strip() for line in lines if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return f"cpu ({name}, {torch.get_num_threads()} threads)"
 
 
 MANIFEST = "ROMAE_RUN_MANIFEST"  # set by romae.runner.reproduce: where the kernel lists the package modules it ran

@@ -3,7 +3,7 @@
 A paper-profile run on a small machine takes longer than one working session, and the next piece may start on a
 fresh clone that has only what was committed: the results cache (.cache/romae/) and the checkpoints (runs/) are
 gone. So every training of a paper run, once finished, is also written here, under <reports>/trainings/, as the
-results cache writes it (`romae.cache.cached(..., keep=True)`): <name>-<config hash>-<code hash>.pt with a .json twin
+results cache writes it (`romae.compendium.kept.kept`): <name>-<config hash>-<code hash>.pt with a .json twin
 that says, readably, what it is: its resolved config, the code key and the modules it hashes, the device, the
 wall time, the peak memory, the plan's estimate and the result's scalar numbers. The result is kept whole except
 its weights (a `state_dict` member), which are kept only when small (WEIGHTS_LIMIT: Pendulum's, not UEA's), so
@@ -52,13 +52,12 @@ def devices() -> list[str]:
 
 
 def ran_on(device: str | None = None) -> str:
-    """A training this process used ran on `device` (a results-cache entry's, `romae.cache.cached(..., keep=True)`),
+    """A training this process used ran on `device` (a results-cache entry's, `romae.compendium.kept.kept`),
     or on this machine when None (it computed it, or found it in a cache entry that names no device): that device
     is among `devices()`, whether or not a record is open to keep it. Returns the label."""
-    from . import report
     from .. import runtime
 
-    label = device or report.device_label(runtime.current().device)
+    label = device or runtime.device_label(runtime.current().device)
     _DEVICES[label] = None
     return label
 
@@ -193,7 +192,6 @@ def measured():
 def save(key: str, result: Any, meta: dict, folder: Path | None = None) -> Path | None:
     """Write `result` (compacted) as <folder>/<key>.pt and its readable twin; nothing without an open record.
     meta: config, code, code_of (as the results cache records them) and facts (`measured`, planned_seconds)."""
-    from . import report
     from .. import runtime
     from ..cache import _publish
 
@@ -206,7 +204,7 @@ def save(key: str, result: Any, meta: dict, folder: Path | None = None) -> Path 
     data = buf.getvalue()
     folder.mkdir(parents=True, exist_ok=True)
     twin = dict(meta, sha256=hashlib.sha256(data).hexdigest(), dropped=dropped, bytes=len(data),
-                summary=_scalars(kept), device=report.device_label(runtime.current().device),
+                summary=_scalars(kept), device=runtime.device_label(runtime.current().device),
                 stack=runtime.stack(), finished=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     path = folder / f"{key}.pt"
     _publish(path, folder / f"{key}.json", data, twin)

@@ -3,8 +3,8 @@ of a training step, and the cost of attention against sequence length (the limit
 
     res = run("smoke", reports_dir=...)   # -> dict of DataFrames: table8, table9, roofline, sweep, slopes
 
-Table 8 and Table 9 come from `romae.runner.bench` (`size_rows`, `table9`); this module only runs them with a
-profile, caches the timings and records the rows. The roofline (`romae.runner.bench.roofline`) puts each
+Table 8 and Table 9 come from `romae.compendium.measure` (`size_rows`, `table9`); this module only runs them with a
+profile, caches the timings and records the rows. The roofline (`romae.compendium.measure.roofline`) puts each
 workload's training step against the speed of its own matrix products run alone: the fraction says
 how much of the step is matmul work at full speed. The sequence-length sweep is new here: it times one
 training step (forward + backward + AdamW) of a RoMAE encoder with continuous 1-D RoPE for growing
@@ -36,7 +36,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from ..compendium import report
 from .. import runtime
-from ..runner.bench import TABLE9_VARIANTS, _sync, roofline, size_rows, table9, timed_steps
+from ..compendium.measure import TABLE9_VARIANTS, _sync, roofline, size_rows, table9, timed_steps
 from ..cache import cached
 from ..config import EncoderConfig, RoMAEConfig, check_profile, size
 from ..model import RoMAEForPrediction
@@ -57,7 +57,7 @@ DRY_LENGTH = 512  # a dry run on the CPU sweeps sequence lengths up to this
 class ComputeConfig:
     """One profile of the compute experiment."""
 
-    # Table 9 workload (App. B.2 via romae.runner.bench.table9): RoMAE-small + tiny-shallow decoder, 196 tokens
+    # Table 9 workload (App. B.2 via romae.compendium.measure.table9): RoMAE-small + tiny-shallow decoder, 196 tokens
     batch: int = 8  # images per step (bench default; the authors' harness used 64 on a GPU)
     rounds: int = 3  # interleaved rounds (variants alternate step by step)
     steps: int = 20  # timed steps per variant per round
@@ -70,7 +70,7 @@ class ComputeConfig:
     sweep_batch: int = 1  # sequences per step
     sweep_steps: int = 3  # timed steps per N (median reported)
     sweep_warmup: int = 1  # untimed steps per N first (also where activations are counted)
-    # roofline (romae.runner.bench.roofline): each workload's training step against its plain-matmul limit
+    # roofline (romae.compendium.measure.roofline): each workload's training step against its plain-matmul limit
     roofline_workloads: tuple[str, ...] = ("table9", "pendulum", "physionet")
     roofline_batch: int | None = None  # None: each workload's own (16)
     roofline_steps: int = 10  # timed steps (median reported)
@@ -148,7 +148,7 @@ def table9_scale(cfg: "ComputeConfig") -> dict:
 
 
 def table9_frame(result: dict) -> pd.DataFrame:
-    """Table 9 from romae.runner.bench.table9's result: steps/s, paired relative speed, the paper's value."""
+    """Table 9 from romae.compendium.measure.table9's result: steps/s, paired relative speed, the paper's value."""
     rows = [dict(positional_encoding=name, steps_per_s=result[name]["steps_per_s"],
                  relative_speed=result[name]["relative_speed"],
                  relative_speed_of_medians=result[name]["relative_speed_of_medians"],
@@ -158,7 +158,7 @@ def table9_frame(result: dict) -> pd.DataFrame:
 
 
 def roofline_frame(results: list[dict]) -> pd.DataFrame:
-    """One row per workload from romae.runner.bench.roofline: step time, FLOPs, FLOP/s, the limit, the fraction
+    """One row per workload from romae.compendium.measure.roofline: step time, FLOPs, FLOP/s, the limit, the fraction
     and, when profiled, where the step's time goes."""
     rows = []
     for r in results:
