@@ -2,6 +2,7 @@
 #   make venv        create .venv and install the package with the notebooks+test extras
 #   make test        run the test suite + nbval (smoke) over notebooks/ (extra pytest arguments: PYTEST_ARGS="-k rope -x")
 #   make plan        what the paper profile costs on an 80 GB H100 (python -m romae.bench plan --help for others)
+#                    -> docs/reproducing.md and reports/plan/paper_h100.json
 #   make dry-run     the paper profile for 2 steps of every training on the CPU (= make reproduce PROFILE=paper
 #                    MAX_STEPS=2 DEVICE=cpu) -> reports/dry-run/paper/; CI runs it
 #   make gpu-check   on a GPU: CUDA tests, benchmarks and the dry run on CUDA -> reports/gpu/
@@ -82,9 +83,11 @@ reproduce: venv
 		$(if $(filter 1 yes true,$(ALLOW_SKIPS)),--allow-skips)
 
 # what the paper profile costs on one 80 GB H100 (steps, FLOPs, memory, micro-batches, hours in FP32 / TF32 /
-# BF16); also rewrites the README's table (tests/test_plan.py checks that it is current)
+# BF16); rewrites the table in docs/reproducing.md (tests/test_plan.py checks that it is current) and its JSON,
+# reports/plan/paper_h100.json, which the front page reads
 plan: venv
-	$(VPY) -m romae.bench plan --profile paper --device h100 --gpus 1 --gpu-memory 80 --markdown --readme README.md
+	$(VPY) -m romae.bench plan --profile paper --device h100 --gpus 1 --gpu-memory 80 --markdown \
+		--readme docs/reproducing.md --out reports/plan/paper_h100.json
 
 # the paper profile's dry run: every training of every notebook for 2 optimiser steps at the paper's model
 # size and sequence length, on the CPU (micro-batches capped), on generated tokens where data is missing;

@@ -1,5 +1,5 @@
 """The committed reports/: what a reader opens. Every run that is current (its notebook and the romae
-modules it imported unchanged since, `report.freshness`) has a readable page: no executed notebook page over
+modules it imported unchanged since, `romae.runner.provenance.freshness`) has a readable page: no executed notebook page over
 1 MB (progress bars are kept out of executed copies; figures at screen resolution). Variants (runs with other
 parameters, reports/variants/) obey the same page rules whatever their freshness, and keep their rows, provenance
 and summary to themselves; the main summary and index list them with their code state."""
@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+
+from romae.runner.provenance import freshness
 
 from romae.compendium import report
 from romae.runner import reproduce
@@ -24,14 +26,14 @@ def provenance_records() -> list[tuple[Path, dict]]:
 
 def current_runs() -> list[tuple[str, str]]:
     return [(prov["notebook"], prov["profile"]) for _, prov in provenance_records()
-            if report.freshness(prov)[0] == "current"]
+            if freshness(prov)[0] == "current"]
 
 
 def test_provenance_records_are_complete():
     for path, prov in provenance_records():
         assert prov["notebook"] == path.stem and prov["profile"] in report.PROFILE_RANK
-        assert prov["modules"] and all(m.startswith("romae/") for m in prov["modules"])
-        assert list(prov["notebook_file"]) == [f"notebooks/{path.stem}.ipynb"]
+        assert prov["format"] == 2 and (prov["numerics"] or prov["definitions"])
+        assert list(prov["notebook_code"]) == [f"notebooks/{path.stem}.ipynb"]
 
 
 @pytest.mark.parametrize("notebook, profile", current_runs() or [pytest.param("-", "-", marks=pytest.mark.skip(
@@ -82,7 +84,7 @@ def test_variant_pages_stay_small_and_apart(folder):
     own = mine[key].merge(main[key], how="left", indicator=True).query("_merge == 'left_only'")
     assert len(own), f"{folder.name}: every one of its rows is also in the main results.csv:\n{mine[key]}"
     # the main summary and the index list it, with its code state as report.freshness reads it now
-    state, _ = report.freshness(report.provenance_of(notebook, folder.name.split("--")[1], folder))
+    state, _ = freshness(report.provenance_of(notebook, folder.name.split("--")[1], folder))
     section = (REPORTS / "SUMMARY.md").read_text().split("## Variants", 1)
     assert len(section) == 2 and folder.name in section[1], "the main SUMMARY.md does not list the variant"
     line = next(x for x in section[1].splitlines() if folder.name in x)

@@ -146,19 +146,25 @@ def test_executed_copy_keeps_outputs_without_timestamps(run):
 
 
 def test_run_records_its_code_and_hides_progress_bars(run):
-    """Each published run lists the package modules its kernel imported with their hashes, and its
-    notebook's; freshness is 'current' until one of them changes. No progress bar lands in the copy."""
+    """Each published run names the code its kernel ran by its numbers: the numerics of the library paths it imported,
+    the definitions of the other modules (the compendium's record among them, never the runner) and its notebook's
+    code; freshness is 'current' until one of them changes. No progress bar lands in the copy."""
     from romae.compendium import report
+    from romae.runner.provenance import freshness
 
     prov = json.loads((run.reports / "provenance" / "02_ok.json").read_text())
-    assert prov["profile"] == "smoke" and "romae/report.py" in prov["modules"]
-    assert "romae/audio.py" not in prov["modules"]  # not imported by this notebook
-    assert report.freshness(prov) == ("current", [])
+    assert prov["profile"] == "smoke" and prov["format"] == 2 and "compendium/report" in prov["definitions"]
+    assert "audio" not in prov["numerics"]  # not imported by this notebook
+    assert not [f for f in prov["definitions"] if f.startswith("runner")]
+    assert freshness(prov) == ("current", [])
     assert report.provenance_of("02_ok", "smoke", run.reports) == prov
     assert report.provenance_of("02_ok", "quick", run.reports) == {}
-    edited = dict(prov, modules=dict(prov["modules"], **{"romae/report.py": "0" * 64}))
-    assert report.freshness(edited) == ("stale", ["romae/report.py"])
-    assert report.freshness({})[0] == "stale"
+    name = next(iter(prov["definitions"]["compendium/report"]))
+    edited = dict(prov, definitions=dict(prov["definitions"], **{
+        "compendium/report": dict(prov["definitions"]["compendium/report"], **{name: "0" * 16})}))
+    assert freshness(edited) == ("stale", [f"compendium/report: {name}"])
+    assert freshness(dict(prov, numerics={"model": "not-these-numbers"}))[0] == "stale"
+    assert freshness({})[0] == "stale"
     assert not (run.reports / "provenance" / "01_fail.json").exists()  # failed runs publish nothing
     nb = json.loads((run.reports / "executed" / "02_ok.ipynb").read_text())
     outputs = json.dumps([c.get("outputs", []) for c in nb["cells"]])

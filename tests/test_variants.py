@@ -1,6 +1,6 @@
 """Variants (runs with other notebook parameters) kept apart, without a kernel: `publish` puts a variant's rows in
 its own results.csv, `build_reports` gives it its own summary, lists it in the main SUMMARY.md and index.html with
-its code state (current / stale as `report.freshness` reads its own provenance record), and writes none of this
+its code state (current / stale as `romae.runner.provenance.freshness` reads its own provenance record), and writes none of this
 machine's paths."""
 
 from __future__ import annotations

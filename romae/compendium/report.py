@@ -99,16 +99,6 @@ def _note_modules() -> None:
     files.write_atomic(path, json.dumps(dict(sorted(known.items())), indent=1) + "\n")
 
 
-def freshness(provenance: dict) -> tuple[str, list[str]]:
-    """('current', []) when every file a run recorded (its romae modules and its notebook) is unchanged on
-    disk, else ('stale', the files changed or gone since); a run without a record is stale."""
-    files = dict(provenance.get("modules", {}), **provenance.get("notebook_file", {}))
-    if not files:
-        return "stale", ["(no record of the code it ran)"]
-    changed = [f for f, h in files.items() if not (ROOT / f).exists() or file_hash(ROOT / f) != h]
-    return ("stale", sorted(changed)) if changed else ("current", [])
-
-
 def provenance_of(notebook: str, profile: str, reports_dir: str | Path | None = None) -> dict:
     """The provenance record of a notebook's published run in `profile` ({} if none): written by
     romae.runner.reproduce beside the artefacts (<reports>/provenance/, or <reports>/<profile>/provenance/)."""

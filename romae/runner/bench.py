@@ -7,7 +7,7 @@ roofline of a training step and the host's batches from a token store (`feed`).
                                    [--dtype float32|bfloat16] [--compile] [--breakdown] [--json]
     python -m romae.runner.bench plan --profile paper [--device h100|a100|cpu|this] [--gpus N] [--gpu-memory GB]
                                [--precision fp32|tf32|bf16|all] [--only 12,13] [--out plan.json] [--markdown]
-                               [--readme README.md]     (see romae.compendium.plan)
+                               [--readme docs/reproducing.md]     (see romae.compendium.plan)
     python -m romae.runner.bench feed [--objects 20000] [--batch 4096,16384] [--epochs 3] [--json]
 
 The measurements (model sizes, Table 9's timings, the roofline, the light curves `feed` reads) are
@@ -231,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     pl.add_argument("--only", help="notebooks, e.g. 12,13 (default: all that train)")
     pl.add_argument("--no-check", action="store_true", help="skip the measured check of the memory extrapolation")
     pl.add_argument("--markdown", action="store_true", help="a markdown table")
-    pl.add_argument("--readme", help="write the markdown table into this README between its plan markers")
+    pl.add_argument("--readme", help="write the markdown table into this Markdown file (docs/reproducing.md) between its plan markers")
     pl.add_argument("--out", help="also write the plan as JSON to this file")
     f = sub.add_parser("feed", help="seconds per TokenStore.batch on generated ELAsTiCC-shaped light curves")
     f.add_argument("--objects", type=int, default=20000, help="light curves in the store (default 20000)")

@@ -12,7 +12,8 @@ from pathlib import Path
 import pandas as pd
 
 from ..compendium.reference import _peer_rows, artefacts, paper_values
-from ..compendium.report import PROFILE_RANK, ROOT, _markdown, derived_rows, freshness, provenance_of, reports_path
+from ..compendium.report import PROFILE_RANK, ROOT, _markdown, derived_rows, provenance_of, reports_path
+from .provenance import freshness
 from ..compendium.verdicts import _parse, paper_scale, qualifiers
 
 ARTEFACT_COLUMNS = ["artefact", "paper", "notebook", "status", "profile", "code", "what"]
@@ -55,7 +56,7 @@ def artefact_view(summary: pd.DataFrame, reports_dir: str | Path | None = None,
 
 
 def _code_state(notebooks: list[str], profile: str, folder: Path) -> str:
-    """'current', or 'stale: <files changed since the run>' for the runs of an artefact's notebooks: each notebook's
+    """'current', or 'stale: <what changed its numbers since the run>' (`romae.runner.provenance.freshness`) for the runs of an artefact's notebooks: each notebook's
     run in `profile`, or, for a notebook without one (Table 7: 15 ran at the paper's scale, 16 only in quick), its
     best-ranked run, the one whose rows the front page shows for it."""
     stems = sorted({p.stem for nb in notebooks for p in (ROOT / "notebooks").glob(f"{nb}_*.ipynb")})
@@ -226,21 +227,19 @@ def _pair(scale_cell, field: str) -> str:
     return f"{ours} / {paper}"
 
 
-def planned_hours(readme: Path | None = None) -> dict[str, tuple[str, str]]:
-    """{notebook: (hours FP32, hours BF16)} of the paper profile on one H100, from the plan table that
-    `make plan` (`python -m romae.runner.bench plan ... --readme README.md`) writes into the README; {} without it."""
-    import re
+def planned_hours(plan_json: Path | None = None) -> dict[str, tuple[str, str]]:
+    """{notebook: (hours FP32, hours BF16)} of the paper profile on one H100, from the plan `make plan` writes
+    (reports/plan/paper_h100.json, `python -m romae.bench plan ... --out`); {} without it."""
+    import json
 
-    path = readme or ROOT / "README.md"
-    if not path.exists():
+    from ..compendium.plan import _hours
+
+    path = plan_json or ROOT / "reports" / "plan" / "paper_h100.json"
+    try:
+        totals = json.loads(path.read_text())["totals"]
+    except (OSError, ValueError, KeyError):
         return {}
-    out = {}
-    for line in path.read_text().splitlines():
-        m = re.match(r"^\| (\d\d) \| total \|", line)
-        if m:
-            cells = [c.strip() for c in line.strip().strip("|").split("|")]
-            out[m.group(1)] = (cells[-3], cells[-1])
-    return out
+    return {nb: (_hours(t.get("fp32")), _hours(t.get("bf16"))) for nb, t in totals.items() if nb != "all"}
 
 
 def _to_test(claim: dict, verdict: str, rows: pd.DataFrame, hours: dict) -> str:

@@ -174,13 +174,14 @@ def result_lines(path: Path) -> list[str]:
 
 
 def write_provenance(stage: Path, source: Path, profile: str, manifest: Path, commit: str) -> Path:
-    """<stage>/provenance/<notebook>.json: the profile, the commit, the hash of the notebook and of every
-    package module its kernel imported (listed by the kernel in `manifest`); published with the artefacts."""
+    """<stage>/provenance/<notebook>.json: the profile, the commit and the code its kernel ran, by its numbers
+    (`romae.runner.provenance.record`: the numerics of the library paths and the definitions of the other package
+    modules it imported, listed by the kernel in `manifest`, and the notebook's code); published with the artefacts."""
+    from .provenance import record as code_record
+
     modules = json.loads(manifest.read_text()) if manifest.exists() else {}
     manifest.unlink(missing_ok=True)
-    rel = source.resolve().relative_to(ROOT).as_posix() if source.resolve().is_relative_to(ROOT) else str(source)
-    record = dict(notebook=source.stem, profile=profile, commit=commit, modules=modules,
-                  notebook_file={rel: report.file_hash(source)})
+    record = dict(notebook=source.stem, profile=profile, commit=commit, **code_record(sorted(modules), source))
     path = stage / "provenance" / f"{source.stem}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record, indent=1) + "\n")

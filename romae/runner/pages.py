@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import frontpage
+from . import frontpage, provenance
 from ..compendium import report, trainings
 from ..compendium.report import _slug
 from .staging import all_runs, latest_runs, redact_file, redactor
@@ -100,7 +100,7 @@ def variant_table(reports: Path) -> pd.DataFrame:
     for folder in folders:
         parts = folder.name.split("--")  # <notebook>--<profile>--<name=value>...
         notebook, profile, params = parts[0], (parts[1:2] or [""])[0], parts[2:]
-        state, changed = report.freshness(report.provenance_of(notebook, profile, folder))
+        state, changed = provenance.freshness(report.provenance_of(notebook, profile, folder))
         rows.append(dict(variant=folder.name, notebook=notebook, profile=profile,
                          params=slugs.get(folder.name, "; ".join(params)),
                          code=state if state == "current" else f"stale: {', '.join(changed)}"))

@@ -9,13 +9,14 @@ from pathlib import Path
 from ..compendium.plan import describe, plan, table
 
 README_BEGIN, README_END = "<!-- plan:begin -->", "<!-- plan:end -->"
+DOC, JSON = "docs/reproducing.md", "reports/plan/paper_h100.json"  # where `make plan` writes the table and the plan
 
 
 def readme_block(p: dict) -> str:
     """What the README holds between its plan markers: the command, the notes and the markdown table."""
     s = p["settings"]
     command = (f"python -m romae.bench plan --profile paper --device {s['device']} --gpus {s['gpus']} "
-               f"--gpu-memory {s['memory_gib']:g} --markdown --readme README.md")
+               f"--gpu-memory {s['memory_gib']:g} --markdown --readme {DOC} --out {JSON}")
     return f"`{command}` wrote this table.\n\n{describe(p)}\n\n{table(p, markdown=True)}\n"
 
 

@@ -2,7 +2,7 @@
 accumulation and precision, on generated tokens of its shapes, beside the plan's memory and time.
 
     python -m romae.runner.promise --device cuda --out reports/gpu          # `make gpu-check` runs it on a GPU
-    python -m romae.runner.promise --device this --readme README.md         # the CPU twin: this machine's plan
+    python -m romae.runner.promise --device this --readme docs/reproducing.md   # the CPU twin: this machine's plan
 
 On CUDA (the plan for this GPU: `plan.planned_device()`, its memory), per training and precision (FP32, BF16):
 the attention kernel and micro-batch x accumulation the plan picks, `torch.cuda.max_memory_allocated` over a
@@ -191,7 +191,7 @@ def main(argv=None) -> int:
     ap.add_argument("--budget-minutes", type=float, default=15.0)
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--out", default=None, help="folder for promise.json and promise.md")
-    ap.add_argument("--readme", default=None, help="write the table between the README's promise markers")
+    ap.add_argument("--readme", default=None, help="write the table between the promise markers of this Markdown file (docs/reproducing.md)")
     args = ap.parse_args(argv)
     notebooks = [n.strip().zfill(2) for n in args.only.split(",")] if args.only else None
     t0 = time.monotonic()

@@ -58,9 +58,12 @@ def family_definitions(files: dict[str, str]) -> dict[str, dict[str, str]]:
 
 
 def all_definitions(files: dict[str, str]) -> dict[str, set[str]]:
-    """{name: {hashes}} over every package file: where a moved definition is looked for."""
+    """{name: {hashes}} over every package file that can change a number (the library included, the runner and the
+    compendium's bookkeeping not): where a moved definition is looked for."""
     out: dict[str, set[str]] = {}
-    for source in files.values():
+    for rel, source in files.items():
+        if not numerics.counts_as_code(rel):
+            continue
         try:
             for name, h in numerics.definitions(source).items():
                 out.setdefault(name, set()).add(h)
@@ -119,6 +122,16 @@ def record(modules: list[str], notebook: Path, files: dict[str, str] | None = No
                               Path(notebook).relative_to(ROOT).as_posix(): notebook_code(Path(notebook).read_text())}}
 
 
+def changed(name: str, anywhere: dict[str, set[str]]) -> bool:
+    """Whether a recorded definition `name`, not found unchanged, counts as a change: when a definition of that name
+    exists with another body, or when it was a statement run for its effect. A named definition that is gone is no
+    change by itself: what called it had to change, and counts where it is."""
+    return name in anywhere or name.startswith("<")
+
+
+changed_ = changed
+
+
 def freshness(provenance: dict, root: Path = ROOT) -> tuple[str, list[str]]:
     """('current', []) when the code a run recorded would compute the same numbers now, else ('stale', what changed);
     a run without a record is stale."""
@@ -137,7 +150,7 @@ def freshness(provenance: dict, root: Path = ROOT) -> tuple[str, list[str]]:
             if current.get(name) == h:
                 continue
             anywhere = all_definitions(files) if anywhere is None else anywhere
-            if h not in anywhere.get(name, ()):
+            if h not in anywhere.get(name, ()) and changed_(name, anywhere):
                 changed.append(f"{fam}: {name}")
     for nb, h in provenance.get("notebook_code", {}).items():
         path = root / nb
