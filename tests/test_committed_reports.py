@@ -59,8 +59,8 @@ def test_variant_provenance_records_are_complete():
         for path in sorted((folder / "provenance").glob("*.json")):
             prov = json.loads(path.read_text())
             assert prov["notebook"] == path.stem and folder.name.startswith(f"{path.stem}--{prov['profile']}--")
-            assert prov["modules"] and all(m.startswith("romae/") for m in prov["modules"])
-            assert list(prov["notebook_file"]) == [f"notebooks/{path.stem}.ipynb"]
+            assert prov["format"] == 2 and (prov["numerics"] or prov["definitions"])
+            assert list(prov["notebook_code"]) == [f"notebooks/{path.stem}.ipynb"]
 
 
 @pytest.mark.parametrize("folder", variant_folders() or [pytest.param(None, marks=pytest.mark.skip(

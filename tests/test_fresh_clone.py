@@ -48,7 +48,7 @@ def runs(tmp_path_factory):
     _notebook(nbs, "02_late.ipynb", base, ["from romae.data.files import DataMissing\n"
                                            "raise DataMissing('needs the toy set: `make data NAMES=toy`')"])
     _notebook(nbs, "03_ok.ipynb", base + 'datasets: list = []\nn: int = 1\nflag: bool = False\n',
-              ["from romae import report\n"
+              ["from romae.compendium import report\n"
                f"report.record({ROW['experiment']!r}, {ROW['setting']!r}, {ROW['metric']!r}, {ROW['paper']!r}, "
                "profile=profile, scale={}, reports_dir=reports_dir, note=f'runner test {datasets} {n} {flag}')\n"
                "print('PARAMS', datasets, n, flag)"])
@@ -179,7 +179,7 @@ def test_a_variant_keeps_its_rows_provenance_and_summary_apart(runs):
     main = pd.read_csv(reports / "results.csv")  # the same (experiment, setting, metric, profile): not replaced
     assert main.note.tolist() == ["runner test [] 1 False"]
     prov = json.loads((variant / "provenance" / "03_ok.json").read_text())
-    assert prov["notebook"] == "03_ok" and prov["profile"] == "smoke" and "romae/report.py" in prov["modules"]
+    assert prov["notebook"] == "03_ok" and prov["profile"] == "smoke" and "compendium/report" in prov["definitions"]
     assert (reports / "provenance" / "03_ok.json").exists()  # the default run's, beside it
     assert (variant / "summary.csv").exists() and "runner test ['A', 'B']" in (variant / "SUMMARY.md").read_text()
     assert "page: `03_ok.html`" in (variant / "SUMMARY.md").read_text()

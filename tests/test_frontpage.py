@@ -5,7 +5,7 @@ import pytest
 
 from romae.runner import frontpage
 from romae.compendium import report
-from romae.compendium.report import record, scale
+from romae.compendium.report import ROOT, record, scale
 from romae.runner.summary import build_summary
 
 FULL = scale(data=(20000, 20000), epochs=(10, 10), seeds=(5, 5))
@@ -135,17 +135,19 @@ def test_an_artefact_of_two_notebooks_reads_each_ones_best_run(tmp_path):
     import json
 
     from romae.runner import frontpage
-    from romae.compendium.report import ROOT, file_hash
+    from romae.runner.provenance import record
 
     def write(path, profile):
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"profile": profile, "modules": {"romae/report.py": file_hash(ROOT / "romae/report.py")}}))
+        code = record(["romae/compendium/report.py", "romae/model.py"], ROOT / "notebooks" / "03_compute_cost.ipynb")
+        path.write_text(json.dumps(dict(profile=profile, **code)))
 
     write(tmp_path / "provenance" / "15_interpolation_spiral_synthetic.json", "paper")
     assert frontpage._code_state(["15", "16"], "paper", tmp_path) == \
         "stale: 16_physionet_interpolation: (no record of the code it ran)"
     write(tmp_path / "quick" / "provenance" / "16_physionet_interpolation.json", "quick")
     assert frontpage._code_state(["15", "16"], "paper", tmp_path) == "current"
-    (tmp_path / "quick" / "provenance" / "16_physionet_interpolation.json").write_text(
-        json.dumps({"profile": "quick", "modules": {"romae/report.py": "0" * 64}}))
-    assert frontpage._code_state(["15", "16"], "paper", tmp_path) == "stale: romae/report.py"
+    edited = tmp_path / "quick" / "provenance" / "16_physionet_interpolation.json"
+    rec = json.loads(edited.read_text())
+    edited.write_text(json.dumps(dict(rec, numerics={"model": "other-numbers"})))
+    assert frontpage._code_state(["15", "16"], "paper", tmp_path) == "stale: numerics of model"

@@ -214,7 +214,7 @@ def test_cli(tmp_path, capsys):
 
 
 def test_pretrain_finetune_takes_the_planned_micro_batch(monkeypatch):
-    from romae import recipe
+    from romae.compendium import kept, recipe
     from romae.train import ArrayDataset
 
     class Stop(Exception):
@@ -228,7 +228,7 @@ def test_pretrain_finetune_takes_the_planned_micro_batch(monkeypatch):
             raise Stop
         return dict(run_id="x", state_dict=None)
 
-    monkeypatch.setattr(recipe, "fit_cached", fit_cached)
+    monkeypatch.setattr(kept, "fit_cached", fit_cached)
     monkeypatch.setenv("ROMAE_GPU_MEMORY", "3")
     data = ArrayDataset(values=torch.zeros(8, 100, 3), positions=torch.zeros(8, 2, 100), labels=torch.zeros(8).long())
     big = TrainConfig(batch_size=4096)  # as if the paper's: 4,096 samples of 100 tokens do not fit in 3 GiB

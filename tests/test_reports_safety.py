@@ -84,7 +84,7 @@ def _write(folder: Path, name: str, cells: list[str]) -> None:
     nbformat.write(nb, folder / name)
 
 
-FIGURE = ("import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\nfrom romae import report\n"
+FIGURE = ("import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\nfrom romae.compendium import report\n"
           "fig, ax = plt.subplots()\nreport.save_figure(fig, 'fig_x', reports_dir or None)\n"
           f"report.record({ROW['experiment']!r}, {ROW['setting']!r}, {ROW['metric']!r}, VALUE, profile=profile, "
           "scale={}, reports_dir=reports_dir or None)")

@@ -55,7 +55,7 @@ def write_notebooks(folder: Path) -> dict:
     ok = _notebook([
         new_markdown_cell("# Runner test\n\nRegenerates: `test_artefact`\n\nAn equation: $x^2 + \\theta_k$."),
         params,
-        new_code_cell("from romae import report\n"
+        new_code_cell("from romae.compendium import report\n"
                       f"report.record({row['experiment']!r}, {row['setting']!r}, {row['metric']!r}, "
                       f"{row['paper']!r}, profile=profile, scale={{}}, reports_dir=reports_dir, note='runner test');"),
         new_code_cell("import sys\nfrom tqdm import tqdm\n"  # a bar forced on, as fit's is

@@ -12,7 +12,8 @@ from romae.compendium import report
 from romae.runner import reproduce
 from romae import runtime
 from romae.config import TrainConfig
-from romae.train import ArrayDataset, fit, fit_cached
+from romae.compendium.kept import fit_cached
+from romae.train import ArrayDataset, fit
 
 needs_no_gpu = pytest.mark.skipif(runtime.accelerator_name() is not None, reason="an accelerator is present")
 

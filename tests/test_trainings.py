@@ -14,7 +14,9 @@ from romae import RoMAEConfig, TrainConfig, size
 from romae.compendium import trainings
 from romae import train as T
 from romae.cache import cached
-from romae.recipe import pretrain_finetune
+from romae.compendium import kept as K
+from romae.compendium.kept import kept
+from romae.compendium.recipe import pretrain_finetune
 from romae.train import ArrayDataset
 
 TOKEN_DIM = 3
@@ -61,6 +63,7 @@ def counted(monkeypatch):
         return real(*a, **kw)
 
     monkeypatch.setattr(T, "fit", fit)
+    monkeypatch.setattr(K, "fit", fit)  # what fit_cached calls
     return calls
 
 
@@ -101,9 +104,9 @@ def test_kept_entries_say_what_ran_and_weights_only_when_small(tmp_path, monkeyp
     big = {"state_dict": {"w": torch.zeros(trainings.WEIGHTS_LIMIT // 4 + 1)}, "history": [{"step": 1, "loss": 0.5}],
            "steps": 1}
     small = {"state_dict": {"w": torch.zeros(4)}, "steps": 1}
-    cached("big", {"a": 1}, lambda: big, cache_dir=tmp_path / "c", keep=True, planned=10.0)
-    cached("small", {"a": 1}, lambda: small, cache_dir=tmp_path / "c", keep=True)
-    cached("not_a_training", {"a": 1}, lambda: small, cache_dir=tmp_path / "c")  # keep=False: never recorded
+    kept("big", {"a": 1}, lambda: big, cache_dir=tmp_path / "c", planned=10.0)
+    kept("small", {"a": 1}, lambda: small, cache_dir=tmp_path / "c")
+    cached("not_a_training", {"a": 1}, lambda: small, cache_dir=tmp_path / "c")  # not kept: never recorded
     metas = {m["key"].split("-")[0]: m for m in trainings.entries(tmp_path / "rec")}
     assert set(metas) == {"big", "small"}
     assert metas["big"]["dropped"] == ["state_dict"] and metas["small"]["dropped"] == []
@@ -119,17 +122,27 @@ def test_kept_entries_say_what_ran_and_weights_only_when_small(tmp_path, monkeyp
                        torch.zeros(4))
 
 
-def test_an_entry_of_other_code_is_stale(tmp_path, monkeypatch):
+def test_an_entry_of_other_numbers_is_stale_and_one_edited_by_hand_is_damaged(tmp_path, monkeypatch):
     monkeypatch.setenv(trainings.ENV, str(tmp_path / "rec"))
-    cached("run", {"a": 1}, lambda: {"steps": 1}, cache_dir=tmp_path / "c", keep=True)
+    kept("run", {"a": 1}, lambda: {"steps": 1}, cache_dir=tmp_path / "c")
     twin = next((tmp_path / "rec").glob("*.json"))
     t = trainings.table(tmp_path / "rec")
     assert list(t.state) == ["current"], t
     meta = json.loads(twin.read_text())
-    twin.write_text(json.dumps(dict(meta, code="0" * 64)))  # as if a module it hashes had changed since
-    assert trainings.table(tmp_path / "rec").state.iloc[0] == "stale: code changed"
-    twin.write_text(json.dumps(dict(meta, modules=["no_such_module.py"])))
-    assert trainings.table(tmp_path / "rec").state.iloc[0].startswith("stale: no_such_module.py")
+    assert "model" in meta["code_of"]["numerics"]  # this test's compute runs through the package's library
+    # as if the model's arithmetic had changed since: its path's numerics id is no longer the code's
+    from romae import numerics
+
+    real = numerics.ids()
+    monkeypatch.setattr(numerics, "ids", lambda: dict(real, model="other numbers"))
+    assert trainings.table(tmp_path / "rec").state.iloc[0] == "stale: the numbers of model changed"
+    monkeypatch.undo()
+    monkeypatch.setenv(trainings.ENV, str(tmp_path / "rec"))
+    twin.write_text(json.dumps(dict(meta, config={"a": 2})))  # edited by hand: no longer what its key says
+    assert trainings.table(tmp_path / "rec").state.iloc[0].startswith("damaged")
+    assert trainings.load(twin.stem) == (False, None)  # never used
+    twin.write_text(json.dumps({k: v for k, v in meta.items() if k != "code_of"} | {"modules": ["model.py"]}))
+    assert trainings.table(tmp_path / "rec").state.iloc[0].startswith("stale: keyed by the bytes")
     g = trainings.grouped(trainings.table(tmp_path / "rec"))
     assert g.loc[0, "trainings"] == 1 and g.loc[0, "stale"] == 1
 
@@ -137,7 +150,7 @@ def test_an_entry_of_other_code_is_stale(tmp_path, monkeypatch):
 def test_wall_time_is_set_against_the_plan_per_device(tmp_path, monkeypatch):
     monkeypatch.setenv(trainings.ENV, str(tmp_path / "rec"))
     for seed, (device, wall) in enumerate([("cpu", 30.0), ("cpu", 50.0), ("NVIDIA H200", 2.0)]):
-        cached("run", {"seed": seed}, lambda: {"steps": 1}, cache_dir=tmp_path / "c", keep=True, planned=20.0)
+        kept("run", {"seed": seed}, lambda: {"steps": 1}, cache_dir=tmp_path / "c", planned=20.0)
         twin = max((tmp_path / "rec").glob("*.json"), key=lambda p: json.loads(p.read_text())["config"]["seed"])
         meta = json.loads(twin.read_text())
         twin.write_text(json.dumps(dict(meta, device=device, facts=dict(meta["facts"], wall_seconds=wall))))
@@ -149,12 +162,13 @@ def test_wall_time_is_set_against_the_plan_per_device(tmp_path, monkeypatch):
 def test_no_record_is_written_unless_one_is_open(tmp_path, monkeypatch):
     monkeypatch.delenv(trainings.ENV, raising=False)
     monkeypatch.setattr(trainings, "DEFAULT", tmp_path / "repo-record")
-    cached("run", {"a": 1}, lambda: {"steps": 1}, cache_dir=tmp_path / "c", keep=True)
+    kept("run", {"a": 1}, lambda: {"steps": 1}, cache_dir=tmp_path / "c")
     assert not (tmp_path / "repo-record").exists()
 
 
-def test_the_paper_profile_opens_the_record_and_others_do_not(tmp_path, monkeypatch):
-    """The kernel of a paper run sees $ROMAE_TRAININGS = <reports>/trainings; a quick run's does not."""
+def test_the_paper_and_quick_profiles_open_their_records(tmp_path, monkeypatch):
+    """The kernel of a paper run sees $ROMAE_TRAININGS = <reports>/trainings; a quick run's its own
+    <reports>/trainings/quick (so a fresh clone re-publishes it without retraining)."""
     import nbformat
     from nbformat.v4 import new_code_cell, new_notebook
 
@@ -175,7 +189,7 @@ def test_the_paper_profile_opens_the_record_and_others_do_not(tmp_path, monkeypa
                                "--reports", str(reports)]) == 0
         seen = next(reports.rglob("seen.txt")).read_text()
         # published files show the reports folder as [reports] (reproduce.redactor)
-        assert seen == ("[reports]/trainings" if profile == "paper" else "-")
+        assert seen == ("[reports]/trainings" if profile == "paper" else "[reports]/trainings/quick")
     assert trainings.ENV not in __import__("os").environ  # put back for the rest of this process
 
 
@@ -266,13 +280,16 @@ def test_rows_name_the_device_their_kept_trainings_ran_on(tmp_path, monkeypatch)
     monkeypatch.setattr(trainings, "_DEVICES", {})
     here = report.device_label("cpu")
     assert report._device_column().startswith(f"{here}; ")  # nothing kept read: this device only
-    trainings.save("k-0-0", {"x": torch.ones(1)}, {"config": {}, "code": "c"}, folder=tmp_path)
+    from romae.cache import key_of
+
+    name = key_of("k", {}, "c")  # an entry's name is what its config and code hash to
+    trainings.save(name, {"x": torch.ones(1)}, {"config": {}, "code": "c"}, folder=tmp_path)
     assert trainings.devices() == [here]  # written here: still this device only
     assert report._device_column().startswith(f"{here}; ")
-    twin = tmp_path / "k-0-0.json"  # the same entry as if a GPU had written it
+    twin = tmp_path / f"{name}.json"  # the same entry as if a GPU had written it
     twin.write_text(json.dumps(dict(json.loads(twin.read_text()), device="NVIDIA H200")))
     monkeypatch.setenv(trainings.ENV, str(tmp_path))
-    assert trainings.load("k-0-0")[0]
+    assert trainings.load(name)[0]
     assert trainings.devices() == [here, "NVIDIA H200"]
     column = report._device_column()
     assert column.startswith(f"trained on {here}, NVIDIA H200; published on {here}; ")
@@ -284,11 +301,11 @@ def test_rows_name_the_device_their_kept_trainings_ran_on(tmp_path, monkeypatch)
                                                                         f"published on {intel}; torch")
     assert not _on_cpu_only(f"trained on NVIDIA H200, {intel}; published on {intel}; torch")
     monkeypatch.setattr(trainings, "_DEVICES", {})
-    assert trainings.load("k-0-0")[0] and report._device_column().startswith(f"trained on NVIDIA H200; published on {here}")
-    cached("t", {"a": 1}, lambda: 1, cache_dir=tmp_path / "cache", keep=True)  # a training that runs here
+    assert trainings.load(name)[0] and report._device_column().startswith(f"trained on NVIDIA H200; published on {here}")
+    kept("t", {"a": 1}, lambda: 1, cache_dir=tmp_path / "cache")  # a training that runs here
     assert trainings.devices() == ["NVIDIA H200", here]
     monkeypatch.setattr(trainings, "_DEVICES", {})
-    cached("t", {"a": 1}, lambda: 1 / 0, cache_dir=tmp_path / "cache", keep=True)  # from this machine's cache
+    kept("t", {"a": 1}, lambda: 1 / 0, cache_dir=tmp_path / "cache")  # from this machine's cache
     assert trainings.devices() == [here]
 
 
@@ -301,16 +318,16 @@ def test_a_results_cache_entry_names_the_device_its_training_ran_on(tmp_path, mo
     here = report.device_label("cpu")
     folder = tmp_path / "cache"
     monkeypatch.setattr(trainings, "_DEVICES", {})
-    assert cached("t", {"a": 1}, lambda: 1, cache_dir=folder, keep=True) == 1
+    assert kept("t", {"a": 1}, lambda: 1, cache_dir=folder) == 1
     twin = next(folder.glob("t-*.json"))
     assert json.loads(twin.read_text())["device"] == here and trainings.devices() == [here]
     twin.write_text(json.dumps(dict(json.loads(twin.read_text()), device="NVIDIA H200")))  # as the GPU wrote it
     monkeypatch.setattr(trainings, "_DEVICES", {})
-    assert cached("t", {"a": 1}, lambda: 1 / 0, cache_dir=folder, keep=True) == 1
+    assert kept("t", {"a": 1}, lambda: 1 / 0, cache_dir=folder) == 1
     assert trainings.devices() == ["NVIDIA H200"]
     twin.write_text(json.dumps({k: v for k, v in json.loads(twin.read_text()).items() if k != "device"}))
     monkeypatch.setattr(trainings, "_DEVICES", {})
-    assert cached("t", {"a": 1}, lambda: 1 / 0, cache_dir=folder, keep=True) == 1
+    assert kept("t", {"a": 1}, lambda: 1 / 0, cache_dir=folder) == 1
     assert trainings.devices() == [here]  # an older entry: this machine's
     monkeypatch.setattr(trainings, "_DEVICES", {})
     assert cached("e", {"a": 1}, lambda: 2, cache_dir=folder) == 2  # not a training: no device recorded

@@ -28,7 +28,7 @@ def _stage(folder, value: float, note: str):
     report.record(ROW["experiment"], ROW["setting"], ROW["metric"], value, profile="quick", scale={},
                   reports_dir=folder, note=note)
     manifest = folder / "modules.json"
-    manifest.write_text(json.dumps({"romae/report.py": report.file_hash(reproduce.ROOT / "romae" / "report.py")}))
+    manifest.write_text(json.dumps({"romae/compendium/report.py": "", "romae/model.py": ""}))
     reproduce.write_provenance(folder, reproduce.ROOT / "notebooks" / f"{NOTEBOOK}.ipynb", "quick", manifest, "abc")
     return folder
 
@@ -68,8 +68,8 @@ def test_a_variant_publishes_apart_and_is_listed_with_its_code_state(tmp_path, m
 
     # a variant whose record no longer matches the code (or that has none) reads stale, naming why
     record = dest / "provenance" / f"{NOTEBOOK}.json"
-    record.write_text(json.dumps(dict(json.loads(record.read_text()), modules={"romae/report.py": "0" * 64})))
+    record.write_text(json.dumps(dict(json.loads(record.read_text()), numerics={"model": "other-numbers"})))
     table = reproduce.variant_table(reports)
-    assert table.code.tolist() == ["stale: romae/report.py"]
+    assert table.code.tolist() == ["stale: numerics of model"]
     record.unlink()
     assert reproduce.variant_table(reports).code.tolist() == ["stale: (no record of the code it ran)"]

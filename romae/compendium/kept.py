@@ -58,6 +58,9 @@ def kept(name: str, config: Any, compute: Callable[[], Any], cache_dir=None, ref
             return result
         found, result = trainings.load(key, require)
         if found:
+            origin = trainings.rekeyed_from(key)  # carried from the old keys: a later stage's old key names it
+            if origin is not None:
+                _LEGACY_IDS_BY_KEY[key] = origin
             return result
         if legacy is not None:
             found, result = _legacy(name, translate(config) if legacy is True else legacy, key, require,
@@ -155,7 +158,8 @@ def fit_cached(name: str, model_cls, model_cfg, data, cfg: TrainConfig, key: dic
         old_key["precision"] = rt.precision  # a named deviation: another result
     key = dict(old_key, data_content=None if rt.dry_run else data_fingerprint(data_))
     # the code: the numerics of the loop and of the model's module (what made the data is in its hash)
-    modules = cache.module_closure(("train.py", cache._module_file(model_cls.__module__, cache.PACKAGE)))
+    own = cache._module_file(getattr(model_cls, "__module__", "") or "", cache.PACKAGE)  # None: not the package's
+    modules = cache.module_closure(("train.py",) + ((own,) if own else ()))
     code, made_of = cache.code_for(modules)
     run_id = f"{name}-{cache.config_hash(dict(key, code=code))}"
     checkpoints = checkpoints or cfg.checkpoint_every is not None  # a schedule asked for (romae.compendium.plan): kept

@@ -296,6 +296,8 @@ def entries(folder: Path | None = None) -> list[dict]:
     folder = Path(folder) if folder is not None else (open_folder() or DEFAULT)
     out = []
     for twin in sorted(folder.glob("*.json")):
+        if twin.name == REKEY:  # the re-key's proof, not a training
+            continue
         try:
             meta = json.loads(twin.read_text())
         except (OSError, ValueError) as e:
@@ -378,7 +380,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reports", default=None, help="reports folder (default: <repo>/reports)")
     parser.add_argument("--each", action="store_true", help="one line per training, not per name")
     args = parser.parse_args(argv)
-    folder = Path(args.reports) / "trainings" if args.reports else DEFAULT
+    root = Path(args.reports) / "trainings" if args.reports else DEFAULT
+    status = 0
+    for folder in (root, root / "quick"):  # the paper profile's record, then the quick profile's
+        if folder.is_dir() or folder == root:
+            status = max(status, _show(folder, args.each))
+    return status
+
+
+def _show(folder: Path, each: bool) -> int:
     t = table(folder)
     if t.empty:
         print(f"no kept trainings in {folder}")
@@ -386,7 +396,7 @@ def main(argv: list[str] | None = None) -> int:
     import pandas as pd
 
     with pd.option_context("display.width", 200, "display.max_columns", 20, "display.max_rows", 500):
-        print(t.drop(columns=["key"]) if args.each else grouped(t).to_string(index=False))
+        print(t.drop(columns=["key"]) if each else grouped(t).to_string(index=False))
     stale = int((t.state != "current").sum())
     damaged = int(t.state.str.startswith("damaged").sum())
     print(f"{len(t)} kept trainings in {folder}: {len(t) - stale} current, {stale - damaged} stale (retrained when next "

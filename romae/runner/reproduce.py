@@ -297,9 +297,11 @@ def _main(argv: list[str] | None) -> int:
     reports.mkdir(parents=True, exist_ok=True)
     clean_stale_staging(reports)
     # a paper run keeps every finished training in <reports>/trainings/ (romae.compendium.trainings): committed, a later
-    # piece of the run, on a fresh clone, trains only what is missing; other profiles keep nothing there
-    if profile == "paper" and not rt.dry_run:
-        os.environ[trainings.ENV] = str(reports / "trainings")
+    # piece of the run, on a fresh clone, trains only what is missing; a quick run keeps its own in
+    # <reports>/trainings/quick/ (results; weights only when small), so a fresh clone re-publishes it without
+    # retraining; smoke and dry runs keep nothing
+    if profile in ("paper", "quick") and not rt.dry_run:
+        os.environ[trainings.ENV] = str(reports / "trainings" / ("quick" if profile == "quick" else ""))
     else:
         os.environ.pop(trainings.ENV, None)
     device = report.device_label(rt.device)
