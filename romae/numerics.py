@@ -34,13 +34,18 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent
 REGISTRY = PACKAGE / "numerics.json"
-RTOL, ATOL = 1e-6, 1e-9  # a vector matches a registered one when every entry agrees this closely
+# a vector matches a registered one when every entry agrees this closely: float64 workloads to 1e-6, float32 ones
+# (what trainings on a CPU run: the hand-derived float32 RMSNorm, RoPE's float32 rotation, fused AdamW) to 1e-5,
+# the rounding another CPU's kernels may add over a few steps
+RTOL, ATOL = 1e-6, 1e-9
+RTOL32 = 1e-5
+DTYPES = ("float64", "float32")
 ROUND = 6  # significant digits of an unregistered vector's id
 
 # path -> the library modules whose numbers its workload covers (file names in romae/)
 PATHS = {
     "model": ("config.py", "rope.py", "patching.py", "masking.py", "model.py"),
-    "train": ("train.py", "optim.py", "feeding.py", "checkpoint.py", "recipe.py"),
+    "train": ("train.py", "engine.py", "optim.py", "feeding.py", "checkpoint.py", "recipe.py"),
     "metrics": ("metrics.py",),
     "builders": ("builders.py", "store.py"),
     "images": ("images.py",),
@@ -90,23 +95,29 @@ def _summary(x, out: list) -> None:
     raise TypeError(f"cannot summarise a {type(x).__name__}")
 
 
-def _float64():
-    """float64 defaults, one thread, deterministic algorithms; restored afterwards."""
+def _precision(dtype: str):
+    """`dtype` as the default dtype, one thread; torch's, numpy's and Python's global random states (which `fit`
+    seeds) restored afterwards, so computing a fingerprint in the middle of an experiment changes none of its draws."""
     import contextlib
+    import random
 
+    import numpy as np
     import torch
 
     @contextlib.contextmanager
     def ctx():
-        dtype, threads = torch.get_default_dtype(), torch.get_num_threads()
-        torch.set_default_dtype(torch.float64)
+        before, threads = torch.get_default_dtype(), torch.get_num_threads()
+        states = random.getstate(), np.random.get_state()
+        torch.set_default_dtype(getattr(torch, dtype))
         torch.set_num_threads(1)
         try:
             with torch.random.fork_rng(devices=[]):
                 yield
         finally:
-            torch.set_default_dtype(dtype)
+            torch.set_default_dtype(before)
             torch.set_num_threads(threads)
+            random.setstate(states[0])
+            np.random.set_state(states[1])
 
     return ctx()
 
@@ -273,25 +284,48 @@ WORKLOADS = {"model": work_model, "train": work_train, "metrics": work_metrics, 
              "images": work_images, "audio": work_audio, "baselines": work_baselines}
 
 
-def vector(path: str) -> list[float]:
-    """The numbers of `path`'s workload (float64, one CPU thread, fixed seeds)."""
+def vector(path: str) -> dict[str, list[float]]:
+    """The numbers of `path`'s workload, run once with float64 and once with float32 defaults (one CPU thread, fixed
+    seeds): {"float64": [...], "float32": [...]}."""
     import warnings
 
-    out: list[float] = []
-    with _float64(), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        _summary(WORKLOADS[path](), out)
+    out: dict[str, list[float]] = {}
+    for dtype in DTYPES:
+        numbers: list[float] = []
+        with _precision(dtype), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            _summary(WORKLOADS[path](), numbers)
+        out[dtype] = numbers
     return out
 
 
 # ----------------------------------------------------------------------------- ids
 
-def _matches(a: list[float], b: list[float]) -> bool:
-    return len(a) == len(b) and all(abs(x - y) <= ATOL + RTOL * max(abs(x), abs(y)) for x, y in zip(a, b))
+def _parts(v) -> dict[str, list[float]]:
+    return v if isinstance(v, dict) else {"float64": list(v)}  # a plain list: a float64 vector
 
 
-def _rounded_id(v: list[float]) -> str:
-    text = json.dumps([float(f"{x:.{ROUND}g}") for x in v])
+def _close(a: list[float], b: list[float], rtol: float) -> bool:
+    return len(a) == len(b) and all(abs(x - y) <= ATOL + rtol * max(abs(x), abs(y)) for x, y in zip(a, b))
+
+
+def _matches(a, b) -> bool:
+    """Whether two vectors (`vector`'s dicts) agree: the same parts, each within its tolerance."""
+    a, b = _parts(a), _parts(b)
+    return a.keys() == b.keys() and all(_close(a[k], b[k], RTOL32 if k == "float32" else RTOL) for k in a)
+
+
+def max_rel_diff(a, b) -> float:
+    """The largest relative difference between two vectors' entries (inf when their shapes differ)."""
+    a, b = _parts(a), _parts(b)
+    if a.keys() != b.keys() or any(len(a[k]) != len(b[k]) for k in a):
+        return float("inf")
+    return max((abs(x - y) / max(abs(x), abs(y), 1e-300) for k in a for x, y in zip(a[k], b[k])), default=0.0)
+
+
+def _rounded_id(v) -> str:
+    digits = {k: ROUND if k == "float64" else ROUND - 2 for k in _parts(v)}
+    text = json.dumps({k: [float(f"{x:.{digits[k]}g}") for x in xs] for k, xs in sorted(_parts(v).items())})
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
@@ -303,7 +337,7 @@ def registry(path: Path = REGISTRY) -> dict:
         return {}
 
 
-def identify(path: str, v: list[float], known: dict | None = None) -> str:
+def identify(path: str, v, known: dict | None = None) -> str:
     """The id of `path`'s vector `v`: a registered vector's id when one matches within RTOL, else one from v's
     rounded values (marked '~': not registered)."""
     for id_, w in (registry() if known is None else known).get(path, {}).items():
@@ -448,7 +482,8 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         vectors[p] = vector(p)
         id_ = identify(p, vectors[p], known)
-        print(f"{p:10s} {id_:14s} {len(vectors[p]):5d} numbers  {time.perf_counter() - t0:5.1f} s"
+        n = sum(len(x) for x in vectors[p].values())
+        print(f"{p:10s} {id_:14s} {n:5d} numbers  {time.perf_counter() - t0:5.1f} s"
               + ("  (not registered)" if id_.startswith("~") else ""))
         if args.register and id_.startswith("~"):
             known.setdefault(p, {})[id_[1:]] = vectors[p]
