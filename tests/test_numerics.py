@@ -80,14 +80,32 @@ def test_a_planted_refactor_keeps_the_fingerprint(tmp_path):
     assert _ids_of(root) == {p: numerics.ids()[p] for p in ("model", "train")}
 
 
-def test_a_planted_change_in_a_copy_is_seen(tmp_path):
+@pytest.mark.parametrize("module, old, new", [
+    ("rope.py", "k = torch.arange(half, dtype=torch.float64)", "k = torch.arange(half, dtype=torch.float64) * 1.001"),
+    # the hand-derived float32 RMSNorm that CPU trainings run (float64 takes F.rms_norm): seen by the float32 part
+    ("model.py", "rstd = torch.rsqrt(x.pow(2).mean(-1, keepdim=True).add_(eps))",
+     "rstd = torch.rsqrt(x.pow(2).mean(-1, keepdim=True).add_(eps)) * 1.0001"),
+])
+def test_a_planted_change_in_a_copy_is_seen(tmp_path, module, old, new):
     root = _copy(tmp_path)
-    rope = root / "rope.py"
-    text = rope.read_text()
-    assert "k = torch.arange(half, dtype=torch.float64)" in text
-    rope.write_text(text.replace("k = torch.arange(half, dtype=torch.float64)",
-                                 "k = torch.arange(half, dtype=torch.float64) * 1.001"))
+    text = (root / module).read_text()
+    assert old in text
+    (root / module).write_text(text.replace(old, new))
     assert _ids_of(root, ("model",))["model"] != numerics.ids()["model"]
+
+
+def test_a_fingerprint_leaves_the_callers_random_states_alone():
+    """Computed in the middle of an experiment (a kernel without the memo), the workloads draw nothing of its draws."""
+    import random
+
+    import numpy as np
+
+    torch.manual_seed(1), np.random.seed(2), random.seed(3)
+    numerics.vector("metrics")
+    numerics.vector("train")  # fit seeds torch, numpy and random
+    after = torch.rand(1).item(), np.random.rand(), random.random()
+    torch.manual_seed(1), np.random.seed(2), random.seed(3)
+    assert after == (torch.rand(1).item(), np.random.rand(), random.random())
 
 
 def test_definitions_ignore_comments_docstrings_imports_and_order():
