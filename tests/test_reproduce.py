@@ -36,7 +36,8 @@ def _notebook(cells) -> nbformat.NotebookNode:
 
 # what a notebook tells the terminal (romae.compendium.terminal): its plan line, then one tiny training that says its start and end
 TERMINAL_CELL = """import torch
-from romae import RoMAEConfig, RoMAEForPreTraining, TrainConfig, fit, size, terminal
+from romae import RoMAEConfig, RoMAEForPreTraining, TrainConfig, fit, size
+from romae.compendium import terminal
 from romae.train import ArrayDataset
 terminal.expect(2)
 terminal.say("plan: a line for the terminal")
@@ -44,7 +45,8 @@ x = torch.randn(8, 6, 1)
 t = torch.arange(6.0).expand(8, 1, 6)
 with terminal.named("tiny_pretrain"):
     fit(RoMAEForPreTraining(RoMAEConfig(token_dim=1, n_axes=1, encoder=size("tiny-shallow")), seed=0),
-        ArrayDataset(values=x, positions=t), TrainConfig(epochs=1, batch_size=4, progress=False))"""
+        ArrayDataset(values=x, positions=t), TrainConfig(epochs=1, batch_size=4, progress=False),
+        on_progress=terminal.Training())"""
 
 
 def write_notebooks(folder: Path) -> dict:

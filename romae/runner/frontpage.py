@@ -100,8 +100,9 @@ def summary_markdown(summary: pd.DataFrame, reports_dir=None) -> str:
                  "come from the row's `scale` fields (ours / the paper's), never from its note: 'reduced', 'fewer seeds',\n"
                  "'stand-in', 'other device', 'positions rescaled'. Paired comparisons in the notes carry their 95 % t interval\n"
                  "(n - 1 degrees of freedom); those a run judged by the retired 2-standard-error rule are re-derived and\n"
-                 "marked. `code`: 'current' when every file the run imported is unchanged since (hashes in `provenance/`),\n"
-                 "else 'stale', naming the files.\n\n")
+                 "marked. `code`: 'current' while the code the run imported would compute the same numbers (its library\n"
+                 "paths' numerics fingerprints, its other modules' definitions and its notebook's code, in `provenance/`:\n"
+                 "docs/house.md), else 'stale', naming what changed.\n\n")
     return (head + CLAIMS_HEAD + "\n" + _markdown(claims_view(summary, reports_dir)) + "\n"
             + coverage_text(coverage(summary, reports_dir)) +
             "\n## Paper artefacts\n\n" + _markdown(artefact_view(summary, reports_dir)) +

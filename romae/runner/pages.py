@@ -65,7 +65,8 @@ def add_trainings_section(reports: Path) -> None:
     text = ("\n## Finished paper trainings kept\n\nEvery training of a paper-profile run is kept in `trainings/` "
             "when it finishes (`python -m romae.compendium.trainings`): a run done in pieces trains only what is missing. "
             f"{len(table)} kept ({devices}); "
-            + (f"**{stale} stale** (their code changed: retrained when next run)" if stale else "all current")
+            + (f"**{stale} stale** (their code would compute other numbers now: retrained when next run)" if stale
+               else "all current")
             + ". wall / planned: the measured hours beside `romae.compendium.plan`'s estimate for the device, as the plan stood "
             "when it trained, recorded then (the reference CPU on a CPU); ratio: their quotient.\n\n")
     path = reports / "SUMMARY.md"
@@ -324,9 +325,10 @@ def build_index(reports: Path) -> Path:
 not hold; yellow: judged rows beside rows not tested; grey: not tested or not comparable, or not run yet). The qualifiers in brackets come from each row's scale fields (steps, seeds, data, resolution,
 device, positions: the <code>scale</code> column, ours / the paper's): <em>reduced</em> (not at the paper's
 scale), <em>stand-in</em> (not the paper's data), <em>other device</em> (a speed not comparable),
-<em>positions rescaled</em>. <em>code</em>: <strong>current</strong> when every file the run imported (its
-notebook and the <code>romae</code> modules, recorded by hash in <code>provenance/</code>) is unchanged
-since, else <strong>stale</strong>, naming the files changed.</p>
+<em>positions rescaled</em>. <em>code</em>: <strong>current</strong> while the code the run imported would
+compute the same numbers (its library paths' numerics fingerprints, its other modules' definitions and its
+notebook's code, recorded in <code>provenance/</code>; docs/house.md), else <strong>stale</strong>, naming what
+changed.</p>
 {_html_table(artefact_view(summary, reports), "artefacts")}
 <h2>Every row</h2>
 {_html_table(summary, "summary")}

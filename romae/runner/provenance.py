@@ -118,8 +118,13 @@ def record(modules: list[str], notebook: Path, files: dict[str, str] | None = No
     defs = family_definitions(files)
     return {"format": FORMAT, "numerics": {p: ids[p] for p in paths},
             "definitions": {f: defs.get(f, {}) for f in fams},
-            "notebook_code": {Path(notebook).as_posix() if not Path(notebook).is_absolute() else
-                              Path(notebook).relative_to(ROOT).as_posix(): notebook_code(Path(notebook).read_text())}}
+            "notebook_code": {_shown(Path(notebook)): notebook_code(Path(notebook).read_text())}}
+
+
+def _shown(path: Path) -> str:
+    """A notebook's path as a record names it: from the repository root, or as given when it lies elsewhere."""
+    path = path.resolve()
+    return path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else str(path)
 
 
 def changed(name: str, anywhere: dict[str, set[str]]) -> bool:
