@@ -96,20 +96,30 @@ def _summary(x, out: list) -> None:
 
 
 def _precision(dtype: str):
-    """`dtype` as the default dtype, one thread; torch's, numpy's and Python's global random states (which `fit`
-    seeds) restored afterwards, so computing a fingerprint in the middle of an experiment changes none of its draws."""
+    """`dtype` as the default dtype, one thread, the CPU, full-precision float32 products and no dry run, whatever
+    this process was asked for (`romae.runtime`); torch's, numpy's and Python's global random states (which `fit`
+    seeds) and those settings restored afterwards, so computing a fingerprint in the middle of an experiment changes
+    none of its draws."""
     import contextlib
     import random
 
     import numpy as np
     import torch
 
+    import romae.runtime as runtime  # absolute: this file also runs as a script against another checkout
+
+    settable = hasattr(runtime, "use")  # an older checkout's fit reads the environment (unset in a re-key's run)
+
     @contextlib.contextmanager
     def ctx():
         before, threads = torch.get_default_dtype(), torch.get_num_threads()
         states = random.getstate(), np.random.get_state()
+        source, matmul = getattr(runtime, "_SOURCE", None), torch.get_float32_matmul_precision()
         torch.set_default_dtype(getattr(torch, dtype))
         torch.set_num_threads(1)
+        if settable:  # what this process was asked for (a dry run, a precision) changes no fingerprint
+            runtime.use(runtime.Runtime(device="cpu"))
+        torch.set_float32_matmul_precision("highest")
         try:
             with torch.random.fork_rng(devices=[]):
                 yield
@@ -118,6 +128,9 @@ def _precision(dtype: str):
             torch.set_num_threads(threads)
             random.setstate(states[0])
             np.random.set_state(states[1])
+            if settable:
+                runtime.use(source)
+            torch.set_float32_matmul_precision(matmul)
 
     return ctx()
 

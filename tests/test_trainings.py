@@ -123,13 +123,16 @@ def test_kept_entries_say_what_ran_and_weights_only_when_small(tmp_path, monkeyp
 
 
 def test_an_entry_of_other_numbers_is_stale_and_one_edited_by_hand_is_damaged(tmp_path, monkeypatch):
+    from romae import cache
+
     monkeypatch.setenv(trainings.ENV, str(tmp_path / "rec"))
-    kept("run", {"a": 1}, lambda: {"steps": 1}, cache_dir=tmp_path / "c")
+    code, made_of = cache.code_for(cache.module_closure(("model.py",)))  # as a training through the model
+    kept("run", {"a": 1}, lambda: {"steps": 1}, cache_dir=tmp_path / "c", code=code, made_of=made_of)
     twin = next((tmp_path / "rec").glob("*.json"))
     t = trainings.table(tmp_path / "rec")
     assert list(t.state) == ["current"], t
     meta = json.loads(twin.read_text())
-    assert "model" in meta["code_of"]["numerics"]  # this test's compute runs through the package's library
+    assert "model" in meta["code_of"]["numerics"]
     # as if the model's arithmetic had changed since: its path's numerics id is no longer the code's
     from romae import numerics
 
