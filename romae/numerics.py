@@ -426,6 +426,15 @@ def _strip(node: ast.AST) -> ast.AST:
 
 
 def definitions(source: str) -> dict[str, str]:
+    return dict(_definitions(source))
+
+
+@functools.lru_cache(maxsize=512)
+def _definitions(source: str) -> tuple:  # memoised by the source text: a key is made for every kept result
+    return tuple(_parse_definitions(source).items())
+
+
+def _parse_definitions(source: str) -> dict[str, str]:
     """{name: hash} of a module's top-level definitions (functions, classes, assignments; other statements by their
     own hash), from the syntax tree without docstrings, comments and imports."""
     tree = _strip(ast.parse(source))
@@ -446,6 +455,7 @@ def definitions(source: str) -> dict[str, str]:
     return out
 
 
+@functools.lru_cache(maxsize=512)
 def module_digest(source: str) -> str:
     """One hash of a module's definitions (`definitions`), whatever their order."""
     return hashlib.sha256(json.dumps(sorted(definitions(source).items())).encode()).hexdigest()[:16]

@@ -20,6 +20,7 @@ A record of the byte-hashed house (format 1: each file's sha256) is checked as i
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import json
 from pathlib import Path
@@ -72,6 +73,7 @@ def all_definitions(files: dict[str, str]) -> dict[str, set[str]]:
     return out
 
 
+@functools.lru_cache(maxsize=256)
 def notebook_code(text: str) -> str:
     """A hash of a notebook's code cells (JSON text): imports and docstrings left out, `alias.name` read as `name`
     where `alias` is a module of this package imported by the notebook; cells with shell or magic lines by text."""
