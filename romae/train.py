@@ -28,7 +28,6 @@ import dataclasses
 import json
 import math
 import random
-import time
 import warnings
 from dataclasses import dataclass
 from functools import partial
@@ -38,15 +37,16 @@ import numpy as np
 import torch
 from accelerate import Accelerator
 from accelerate.state import AcceleratorState
-from accelerate.utils import broadcast_object_list, gather_object
+from accelerate.utils import broadcast_object_list
 from torch.optim.lr_scheduler import LambdaLR
 from tqdm import tqdm  # plain text bars: no ipywidgets needed in notebooks
 
 from romae.config import TrainConfig, check_whole
-from romae import checkpoint, feeding, masking, runtime
-from romae.optim import _lr_factor, _make_optimizer, apply_settings, lr_at, make_optimizer
+from romae import checkpoint, feeding, runtime
+from romae.optim import _lr_factor, apply_settings, lr_at, make_optimizer
+from romae.optim import _make_optimizer  # noqa: F401 (older code imports it from here)
 from romae import engine
-from romae.engine import _check_losses, _evaluate, _naming_samples, _train_step  # noqa: F401 (re-exported)
+from romae.engine import _naming_samples
 from romae.checkpoint import load_checkpoint, load_state, read_config
 from romae.feeding import ArrayDataset
 

@@ -11,14 +11,13 @@ model and training configs, what the caller says of the data, and a hash of the 
 its numbers (`romae.numerics`): for a `fit_cached` training, the numerics of the model and the loop only (the data
 hash stands for whatever made the data).
 
-Re-keyed entries: trainings kept under the keys of the byte-hashed code (before the house of issue 42) are carried to
-their new keys the first time a run asks for them (`_legacy`), when `reports/trainings/rekey.json` lists them as
-proven (the re-key step, `romae.runner.rekey`: the numerics of their code paths are unchanged), never otherwise.
+The trainings kept under the keys of the byte-hashed code (before the house of issue 42) were carried to these keys
+once, after `romae.runner.rekey` had proven their code paths' numbers unchanged (`reports/trainings/rekey.json`;
+each carried twin names its old key under `rekeyed_from`).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from pathlib import Path
@@ -33,18 +32,16 @@ from ..train import fit
 from . import terminal, trainings
 
 RUNS = Path(__file__).resolve().parents[2] / "runs"  # checkpoints of trainings that resume (git-ignored)
-_LEGACY_IDS: dict[str, str] = {}  # this process: a re-keyed training's new run id -> its id under the old keys
 
 
 def kept(name: str, config: Any, compute: Callable[[], Any], cache_dir=None, refresh: bool = False, *,
          require: tuple[str, ...] = (), planned: float | None = None, code: str | None = None,
-         made_of: dict | None = None, depth: int = 2, legacy: Any = True) -> Any:
+         made_of: dict | None = None, depth: int = 2) -> Any:
     """compute()'s result for `config` and the code that produces it: from the results cache, else from the committed
     record of trainings (an entry with every member of `require`), else computed, measured and written to both (the
     record only while one is open, `trainings.open_folder`). The device it ran on is noted (`trainings.devices`).
     `code` / `made_of`: the code to key on and what it is made of (default: `romae.cache.code_for` of the callers'
-    modules, `depth` frames up). `legacy`: the config this result had under the old keys (True: `config` with re-keyed
-    run ids translated; None: no look-up)."""
+    modules, `depth` frames up)."""
     if runtime.dry_run():
         return compute()
     folder = Path(cache_dir) if cache_dir else cache.CACHE
@@ -58,15 +55,7 @@ def kept(name: str, config: Any, compute: Callable[[], Any], cache_dir=None, ref
             return result
         found, result = trainings.load(key, require)
         if found:
-            origin = trainings.rekeyed_from(key)  # carried from the old keys: a later stage's old key names it
-            if origin is not None:
-                _LEGACY_IDS_BY_KEY[key] = origin
             return result
-        if legacy is not None:
-            found, result = _legacy(name, translate(config) if legacy is True else legacy, key, require,
-                                    dict(config=json.loads(cache.key_json(config)), code=code, code_of=made_of))
-            if found:
-                return result
     with trainings.measured() as facts:
         result = compute()
     meta = {"config": json.loads(cache.key_json(config)), "code": code, "code_of": made_of,
@@ -84,38 +73,6 @@ def _device_of(twin: Path) -> str | None:
     except (OSError, ValueError, AttributeError):
         return None
     return device if isinstance(device, str) and device else None
-
-
-def translate(config: Any) -> Any:
-    """`config` with every re-keyed run id (`_LEGACY_IDS`) replaced by its old one, through dicts and lists."""
-    if isinstance(config, dict):
-        return {k: translate(v) for k, v in config.items()}
-    if isinstance(config, (list, tuple)):
-        return type(config)(translate(v) for v in config)
-    return _LEGACY_IDS.get(config, config) if isinstance(config, str) else config
-
-
-def _legacy(name: str, old_config: Any, key: str, require: tuple[str, ...], meta: dict) -> tuple[bool, Any]:
-    """A training kept under its old key (config hash of `old_config`, code of the byte-hashed house) and proven by the
-    re-key step: carried to `key` in the record it was found in (same bytes; its twin gains the new config and code
-    and names its old key), and returned. (False, None) when there is none, or none proven."""
-    stem = f"{name}-{cache.config_hash(old_config)}-"
-    for folder in trainings.folders():
-        proven = trainings.rekey_proven(folder)
-        for twin in sorted(folder.glob(f"{stem}*.json")):
-            old = twin.stem
-            if old not in proven:
-                continue
-            found, result = trainings.load(old, require, folders=[folder])
-            if not found:
-                continue
-            trainings.carry(folder, old, key, meta)
-            _LEGACY_IDS_BY_KEY[key] = (old, proven[old])
-            return True, result
-    return False, None
-
-
-_LEGACY_IDS_BY_KEY: dict[str, tuple[str, str]] = {}  # new key -> (old key, old code), for `fit_cached`'s run ids
 
 
 # ----------------------------------------------------------------------------- trainings with fit
@@ -153,10 +110,10 @@ def fit_cached(name: str, model_cls, model_cfg, data, cfg: TrainConfig, key: dic
     if train["processes"] is None:
         del train["processes"]
     data_ = ArrayDataset(**data) if isinstance(data, dict) else data  # a dict of tensors, or a dataset
-    old_key = dict(key, model=model_cfg.to_dict(), train=train, init_seed=seed)
+    key = dict(key, model=model_cfg.to_dict(), train=train, init_seed=seed,
+               data_content=None if rt.dry_run else data_fingerprint(data_))
     if rt.precision is not None and rt.precision != ("bf16" if cfg.bf16 else "fp32"):
-        old_key["precision"] = rt.precision  # a named deviation: another result
-    key = dict(old_key, data_content=None if rt.dry_run else data_fingerprint(data_))
+        key["precision"] = rt.precision  # a named deviation: another result
     # the code: the numerics of the loop and of the model's module (what made the data is in its hash)
     own = cache._module_file(getattr(model_cls, "__module__", "") or "", cache.PACKAGE)  # None: not the package's
     modules = cache.module_closure(("train.py",) + ((own,) if own else ()))
@@ -186,40 +143,11 @@ def fit_cached(name: str, model_cls, model_cfg, data, cfg: TrainConfig, key: dic
         return dict(state_dict={k: v.detach().cpu() for k, v in res.model.state_dict().items()},
                     history=res.history, steps=res.steps, seconds=training_seconds(res.history, time.perf_counter() - t0))
 
-    entry = cache.key_of(name, key, code)
     result = kept(name, key, compute, cache_dir=cache_dir, refresh=refresh, code=code, made_of=made_of,
-                  require=("state_dict",) if need_weights else (), planned=planned, legacy=translate(old_key))
-    if entry in _LEGACY_IDS_BY_KEY:  # carried from the old keys: a later stage's old key names the old run id
-        old_stem, old_code = _LEGACY_IDS_BY_KEY[entry]
-        _LEGACY_IDS[run_id] = f"{name}-{cache.config_hash(dict(translate(old_key), code=old_code))}"
+                  require=("state_dict",) if need_weights else (), planned=planned)
     if not computed:
         terminal.cached(name, planned)
     return {**result, "run_id": run_id}
 
 
-def legacy_fingerprint(data) -> str:
-    """The data fingerprint of the byte-hashed house (16 evenly spaced samples and the size), for re-keying the
-    evaluations it kept (their old keys hold it); never used for a new key."""
-    from ..feeding import fetch
-
-    n = len(data)
-    idx = torch.unique(torch.linspace(0, n - 1, min(n, 16)).round().long())
-    h = hashlib.sha256(f"{n}".encode())
-    if isinstance(data, ArrayDataset):
-        batch = {k: v.index_select(0, idx.to(v.device)) for k, v in data.tensors.items()}
-    else:
-        with torch.random.fork_rng(devices=[]):
-            batch = fetch(data, idx)
-    for k in sorted(batch):
-        value = batch[k]
-        h.update(k.encode())
-        if torch.is_tensor(value):
-            value = value.detach().cpu().contiguous()
-            h.update(f"{value.dtype}{tuple(value.shape)}".encode())
-            h.update(value.reshape(-1).view(torch.uint8).numpy().tobytes() if value.numel() else b"")
-        else:
-            h.update(repr(value).encode())
-    return h.hexdigest()[:16]
-
-
-__all__ = ["fit_cached", "kept", "legacy_fingerprint", "training_seconds", "translate"]
+__all__ = ["fit_cached", "kept", "training_seconds"]

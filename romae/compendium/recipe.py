@@ -38,11 +38,9 @@ def pretrain_finetune(name: str, train, test, model: RoMAEConfig, *, finetune: T
     trainer = partial(kept.fit_cached, cache_dir=cache_dir, refresh=refresh, checkpoints=checkpoints)
 
     def evaluator(name_: str, key_: dict, compute):
-        legacy = dict(kept.translate({k: v for k, v in key_.items() if k != "test"}), test=kept.legacy_fingerprint(test))
         # its numbers: the fine-tuned model (its run id), the test data (its hash), `predict` and the metrics
         code, made_of = cache.code_for(cache.module_closure(("recipe.py",)))
-        return kept.kept(name_, key_, compute, cache_dir=cache_dir, refresh=refresh, code=code, made_of=made_of,
-                         legacy=legacy)
+        return kept.kept(name_, key_, compute, cache_dir=cache_dir, refresh=refresh, code=code, made_of=made_of)
 
     return recipe.pretrain_finetune(name, train, test, model, finetune=finetune, pretrain=pretrain,
                                     n_outputs=n_outputs, seed=seed, key=key, trainer=trainer, evaluator=evaluator,

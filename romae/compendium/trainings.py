@@ -252,43 +252,7 @@ def load(key: str, require: tuple[str, ...] = (), folders: list[Path] | None = N
 
 # ----------------------------------------------------------------------------- re-keying (issue 42)
 
-REKEY = "rekey.json"  # in a record folder: the old keys the re-key step proved, {old key: old code}
-
-
-def rekey_proven(folder: Path) -> dict[str, str]:
-    """{old key: its old code string} of the entries of `folder` whose numerics the re-key step proved unchanged."""
-    try:
-        proof = json.loads((Path(folder) / REKEY).read_text())
-    except (OSError, ValueError):
-        return {}
-    return {k: v["code"] for k, v in proof.get("entries", {}).items() if v.get("proven")}
-
-
-def carry(folder: Path, old: str, new: str, meta: dict) -> None:
-    """Move the kept entry `old` of `folder` to key `new`: the same .pt bytes; its twin gains `meta` (the new config,
-    code and code_of), loses the byte-hash module list, and says where it came from (`rekeyed_from`)."""
-    from ..cache import _publish
-
-    folder = Path(folder)
-    twin = json.loads((folder / f"{old}.json").read_text())
-    data = (folder / f"{old}.pt").read_bytes()
-    twin.pop("modules", None)
-    twin.update(meta, rekeyed_from={"key": old, "code": twin.get("code"), "config": twin.get("config")})
-    _publish(folder / f"{new}.pt", folder / f"{new}.json", data, twin)
-    (folder / f"{old}.json").unlink()
-    (folder / f"{old}.pt").unlink()
-
-
-def rekeyed_from(key: str) -> tuple[str, str] | None:
-    """(old key, old code) of a carried entry named `key` in the record, or None."""
-    for folder in folders():
-        try:
-            origin = json.loads((folder / f"{key}.json").read_text()).get("rekeyed_from")
-        except (OSError, ValueError):
-            continue
-        if origin:
-            return origin["key"], origin["code"]
-    return None
+REKEY = "rekey.json"  # in a record folder: the re-key step's proof (romae.runner.rekey), not a training
 
 
 def entries(folder: Path | None = None) -> list[dict]:

@@ -136,19 +136,17 @@ def changed(name: str, anywhere: dict[str, set[str]]) -> bool:
     return name in anywhere or name.startswith("<")
 
 
-changed_ = changed
-
 
 def freshness(provenance: dict, root: Path = ROOT) -> tuple[str, list[str]]:
     """('current', []) when the code a run recorded would compute the same numbers now, else ('stale', what changed);
     a run without a record is stale."""
     if provenance.get("format") != FORMAT:
         return _freshness_v1(provenance, root)
-    changed = []
+    stale = []
     now = numerics.ids()
     for p, id_ in provenance.get("numerics", {}).items():
         if now.get(p) != id_:
-            changed.append(f"numerics of {p}")
+            stale.append(f"numerics of {p}")
     files = _package_files(root / "romae")
     fams, anywhere = family_definitions(files), None
     for fam, defs in provenance.get("definitions", {}).items():
@@ -157,15 +155,15 @@ def freshness(provenance: dict, root: Path = ROOT) -> tuple[str, list[str]]:
             if current.get(name) == h:
                 continue
             anywhere = all_definitions(files) if anywhere is None else anywhere
-            if h not in anywhere.get(name, ()) and changed_(name, anywhere):
-                changed.append(f"{fam}: {name}")
+            if h not in anywhere.get(name, ()) and changed(name, anywhere):
+                stale.append(f"{fam}: {name}")
     for nb, h in provenance.get("notebook_code", {}).items():
         path = root / nb
         if not path.exists() or notebook_code(path.read_text()) != h:
-            changed.append(nb)
+            stale.append(nb)
     if not (provenance.get("numerics") or provenance.get("definitions") or provenance.get("notebook_code")):
         return "stale", ["(no record of the code it ran)"]
-    return ("stale", sorted(changed)) if changed else ("current", [])
+    return ("stale", sorted(stale)) if stale else ("current", [])
 
 
 def _freshness_v1(provenance: dict, root: Path) -> tuple[str, list[str]]:

@@ -12,9 +12,9 @@ The proof, per code path:
   or moved anywhere in the package (`romae.runner.provenance`);
 - an entry is proven when all of its paths and modules are, and when its twin is what `base` kept (its code string is
   what `base`'s code would have keyed it by: its sha256 matches the bytes of its modules at `base`).
-Kept trainings are then carried lazily, by the first run that asks for them under the new keys
-(`romae.compendium.kept`), from `rekey.json`'s proven list; provenance records (format 1: file hashes) that were
-current at `base` and whose code is proven the same are rewritten in format 2 (`romae.runner.provenance`) at once.
+The proven kept trainings of issue 42 were carried to their new keys once (the same bytes, their twins naming the old
+key under `rekeyed_from`) by the runs that re-published their notebooks; provenance records (format 1: file hashes)
+that were current at `base` and whose code is proven the same are rewritten in format 2 (`romae.runner.provenance`).
 """
 
 from __future__ import annotations
@@ -201,6 +201,8 @@ def migrate_provenance(reports: Path, base: str, paths: dict, old: dict[str, str
     out = {}
     ids = numerics.ids()
     for path in sorted(Path(reports).rglob("provenance/*.json")):
+        if "dry-run" in path.relative_to(reports).parts:  # a dry run's records (git-ignored) are no artefacts
+            continue
         rec = json.loads(path.read_text())
         name = path.relative_to(reports).as_posix()
         if rec.get("format") == provenance.FORMAT:
