@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 REPORTS = ROOT / "reports"
 # git-ignored trees of local runs (smoke, dry runs, failures, staging folders): never published
 LOCAL_TREES = ("smoke", "failed", "dry-run")
-TEXT = (".csv", ".md", ".html", ".json", ".txt", ".ipynb", ".js", ".svg", ".tex", ".css")
+TEXT = (".csv", ".md", ".html", ".json", ".txt", ".ipynb", ".js", ".svg", ".tex", ".css", ".log", ".xml")
 # an absolute path: a POSIX one under a machine's top-level folder (not inside a word, a URL or a relative
 # path), a Windows drive path or a file URL. Written independently of the runner's own patterns.
 ABSOLUTE = re.compile(r"(?<![\w.~/:+-])/(?:work|workspace|tmp|home|root|usr|opt|mnt|var|srv|media|private|Users"

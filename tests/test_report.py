@@ -48,7 +48,7 @@ def test_record_replaces_same_key_and_summary_joins_paper(tmp_path):
     extra = summary[summary.setting == "BasicMotions, from scratch"]
     assert extra.status.tolist() == ["no paper value"] and extra.paper.isna().all() and extra.ours.tolist() == [0.9]
     assert not (summary.metric == "seconds").any()
-    every = (tmp_path / "SUMMARY.md").read_text().split("## Every row", 1)[1]
+    every = (tmp_path / "ROWS.md").read_text().split("## Every row", 1)[1]
     assert every.count("\n| ") == len(summary) + 1  # + header
     with pytest.raises(ValueError, match="unknown profile"):
         record("x", "y", "z", 1.0, profile="fast", scale={}, reports_dir=tmp_path)

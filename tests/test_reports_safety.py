@@ -181,7 +181,8 @@ def test_every_paper_artefact_has_a_row(tmp_path):
     assert "figure not made" in view.set_index("artefact").status["fig5_frequency_example"]
     assert view.set_index("artefact").status["fig4_frequency_retention_two_modes"] == "figure not made; 1 not run"
     text = (tmp_path / "SUMMARY.md").read_text()
-    assert text.index("## Paper artefacts") < text.index("## Every row")
+    assert text.index("## The paper's claims") < text.index("## Paper artefacts") < text.index("Every row, quick runs")
+    assert "## Every row" in (tmp_path / "ROWS.md").read_text()
 
 
 def test_derived_check_of_figure_2(tmp_path):

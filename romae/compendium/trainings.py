@@ -62,6 +62,19 @@ def ran_on(device: str | None = None) -> str:
     return label
 
 
+def device_with_stack(meta: dict) -> str:
+    """A training's device as `devices()` lists it: 'NVIDIA H200 (torch 2.11.0+cu130, CUDA 13.0)' when it ran on
+    another device than this process's (the record's `stack`: the row then says who trained and who published),
+    else the device alone; 'an unrecorded device' without one."""
+    from .. import runtime
+
+    device = meta.get("device") or "an unrecorded device"
+    stack = meta.get("stack") if isinstance(meta.get("stack"), dict) else None
+    if stack and device != runtime.device_label(runtime.current().device):
+        return f"{device} (torch {stack.get('torch', '?')}, CUDA {stack.get('cuda', '?')})"
+    return device
+
+
 def open_folder() -> Path | None:
     """The record trainings are written to: the folder `$ROMAE_TRAININGS` names, or None (nothing is written)."""
     text = os.environ.get(ENV, "").strip()
@@ -245,7 +258,7 @@ def load(key: str, require: tuple[str, ...] = (), folders: list[Path] | None = N
         with _lock(folder, exclusive=False):
             found, result = _load(path, twin)
         if found:
-            _DEVICES[meta.get("device") or "an unrecorded device"] = None
+            _DEVICES[device_with_stack(meta)] = None
             return True, result
     return False, None
 

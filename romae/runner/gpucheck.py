@@ -30,6 +30,7 @@ from pathlib import Path
 import torch
 
 from .. import runtime
+from . import staging
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -84,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
               **runtime.stack()}
     print(f"gpu-check on {name} ({device['memory_gib']} GiB, {runtime.stack_label()}) -> {out}", flush=True)
     deadline = time.monotonic() + 60 * args.budget_minutes
-    results = []
+    results, redact = [], staging.redactor()
     for title, cmd in steps(out):
         left = deadline - time.monotonic()
         if any(_names(k, title) for k in args.skip):
@@ -105,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
             status = "ok" if rc == 0 else f"failed (exit {rc})"
         except subprocess.TimeoutExpired:
             status = "timed out"
+        staging.redact_file(log, redact)  # published: no machine's install or home paths (issue 43)
         results.append({"step": title, "status": status, "seconds": round(time.monotonic() - t0, 1),
                         "log": log.name})
         print(f"   {status} in {results[-1]['seconds']} s (log: {log})", flush=True)

@@ -177,10 +177,11 @@ def write_provenance(stage: Path, source: Path, profile: str, manifest: Path, co
     """<stage>/provenance/<notebook>.json: the profile, the commit and the code its kernel ran, by its numbers
     (`romae.runner.provenance.record`: the numerics of the library paths and the definitions of the other package
     modules it imported, listed by the kernel in `manifest`, and the notebook's code); published with the artefacts."""
-    from .provenance import record as code_record
+    from .provenance import notebook_modules, record as code_record
 
-    modules = json.loads(manifest.read_text()) if manifest.exists() else {}
+    modules = set(json.loads(manifest.read_text())) if manifest.exists() else set()
     manifest.unlink(missing_ok=True)
+    modules |= set(notebook_modules(source))  # what the notebook imports, read from source: never fewer than it ran
     record = dict(notebook=source.stem, profile=profile, commit=commit, **code_record(sorted(modules), source))
     path = stage / "provenance" / f"{source.stem}.json"
     path.parent.mkdir(parents=True, exist_ok=True)

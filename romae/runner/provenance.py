@@ -123,6 +123,43 @@ def record(modules: list[str], notebook: Path, files: dict[str, str] | None = No
             "notebook_code": {_shown(Path(notebook)): notebook_code(Path(notebook).read_text())}}
 
 
+def notebook_modules(notebook: Path, root: Path = PACKAGE) -> list[str]:
+    """'romae/...' files a notebook's code imports from this package, with everything they import in turn
+    (`romae.cache.module_closure`, read from source): what its kernel can have run, whatever its manifest caught
+    (issue 43: a manifest written by `report._note_modules` after report.py moved to romae/compendium/ listed only
+    the compendium's modules, so a run's record missed its experiment, data and library modules)."""
+    from ..cache import module_closure
+
+    nb = json.loads(Path(notebook).read_text())
+    found: set[str] = set()
+
+    def add(dotted: str) -> None:
+        parts = dotted.split(".")[1:]
+        for rel in ("/".join(parts) + ".py", "/".join(parts + ["__init__.py"])):
+            if parts and (root / rel).is_file():
+                found.add(rel)
+        if not parts and (root / "__init__.py").is_file():
+            found.add("__init__.py")
+
+    for cell in nb.get("cells", []):
+        if cell.get("cell_type") != "code":
+            continue
+        try:
+            tree = ast.parse("".join(cell.get("source", [])))
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "romae" and not node.level:
+                add(node.module)
+                for alias in node.names:
+                    add(f"{node.module}.{alias.name}")
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.split(".")[0] == "romae":
+                        add(alias.name)
+    return [f"romae/{rel}" for rel in module_closure(tuple(sorted(found)), root)]
+
+
 def _shown(path: Path) -> str:
     """A notebook's path as a record names it: from the repository root, or as given when it lies elsewhere."""
     path = path.resolve()

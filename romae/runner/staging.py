@@ -201,7 +201,7 @@ def redact_tree(obj, redact):
     return obj
 
 
-TEXT_SUFFIXES = (".csv", ".md", ".html", ".json", ".txt", ".tex", ".svg")
+TEXT_SUFFIXES = (".csv", ".md", ".html", ".json", ".txt", ".tex", ".svg", ".log", ".xml")
 
 
 def redact_file(path: Path, redact) -> bool:

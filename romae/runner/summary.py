@@ -11,8 +11,8 @@ import pandas as pd
 from ..compendium.reference import paper_values
 from ..compendium.report import PROFILE_RANK, RESULT_COLUMNS, derived_rows, reports_path, write_atomic
 from ..compendium.stats import rederive_verdicts
-from ..compendium.verdicts import (_parse, comparison, flags_of, interval_text, learned_text, qualifiers,
-                                   reference_name, row_status, scale_text)
+from ..compendium.verdicts import _parse, comparison, flags_of, interval_text, qualifiers, reference_name, scale_text
+from . import judge
 
 # status: the verdict against the reference after the gates (`row_status`); measured: the bare comparison of
 # the two numbers (`comparison`), shown for readers, never a verdict
@@ -38,7 +38,7 @@ def build_summary(reports_dir: str | Path | None = None) -> pd.DataFrame:
                     n_seeds=r.n_seeds, profile=r.profile, scale=scale_text(r.scale), device=r.device,
                     note="; ".join(x for x in (rederive_verdicts(str(r.note)) if isinstance(r.note, str) else "",
                                                interval_text(r.interval),
-                                               learned_text(r.learned) if _parse(r.learned) else "") if x),
+                                               judge.learned_note(r.to_dict()) if _parse(r.learned) else "") if x),
                     **extra)
 
     for _, p in paper.iterrows():
@@ -49,7 +49,8 @@ def build_summary(reports_dir: str | Path | None = None) -> pd.DataFrame:
                              reference=reference_name(p.to_dict()), paper=p.paper, status="not run", note=""))
         for _, r in mine.iterrows():
             rows.append(ours(r, reference=reference_name(p.to_dict()), paper=p.paper,
-                             status=row_status(p.to_dict(), r.to_dict()), measured=comparison(p.to_dict(), r.to_dict())))
+                             status=judge.judge(p.to_dict(), r.to_dict(), folder / "tables"),
+                             measured=comparison(p.to_dict(), r.to_dict())))
     # our rows of a paper experiment and metric that the paper has no value for (e.g. the from-scratch
     # controls): shown, with no reference number and status "no paper value" (qualified by their scale)
     known = set(zip(paper.experiment, paper.setting, paper.metric))
@@ -67,6 +68,9 @@ def build_summary(reports_dir: str | Path | None = None) -> pd.DataFrame:
     folder.mkdir(parents=True, exist_ok=True)
     write_atomic(folder / "summary.csv", summary)
     write_atomic(folder / "SUMMARY.md", _summary_markdown(summary, folder))
+    from . import frontpage
+
+    write_atomic(folder / "ROWS.md", frontpage.rows_markdown(summary, folder))
     return summary
 
 
@@ -79,7 +83,7 @@ def artefact_view(summary: pd.DataFrame, reports_dir: str | Path | None = None,
 
 
 def _summary_markdown(summary: pd.DataFrame, reports_dir=None) -> str:
-    """SUMMARY.md's text: the claims table, the coverage line, the artefacts, every row (`romae.runner.frontpage`)."""
+    """SUMMARY.md's text: the headline, the claims table, the artefacts (`romae.runner.frontpage`)."""
     from . import frontpage
 
     return frontpage.summary_markdown(summary, reports_dir)

@@ -65,8 +65,16 @@ def run_table1(profile: str = "smoke", reports_dir=None, cache_dir=None, refresh
                               learned=learned_text(row["learned"]), note=row["note"]))
     table = pd.DataFrame(table)
     save_table(table, EXPERIMENT, reports_dir)
+    save_table(per_seed_table(runs, profile), f"{EXPERIMENT}_per_seed", reports_dir)
     return dict(profile=profile, config=cfg, runs=runs, table=table, differences=differences,
                 histories=histories)
+
+
+def per_seed_table(runs: pd.DataFrame, profile: str) -> pd.DataFrame:
+    """One row per trained seed (setting, seed, mse, steps, profile): what the front page judges a row's seeds by
+    (`romae.runner.judge`: a seed that did not converge is named, the row judged on those that did)."""
+    return pd.DataFrame(dict(setting=[setting_name(s, c) for s, c in zip(runs["size"], runs.use_cls)],
+                             seed=runs.seed, mse=runs.mse, steps=runs.steps, profile=profile))
 
 
 def _model_label(d_model: int, depth: int) -> str:

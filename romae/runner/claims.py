@@ -1,0 +1,443 @@
+"""The paper's claims judged on their own words (issue 43): `romae/compendium/reference/claims.csv` says what each
+claim asserts, against what it is judged (`against`), how a difference reads (`judge`), its unit of coverage, its
+evidence cells and, where the claim itself compares two numbers, that comparison (`compares`).
+
+A claim's evidence is a list of cells `experiment|setting pattern|metric` (judged against the cell's reference in
+paper_values.csv) or `experiment|setting pattern|metric|peer model` (against that peer's published number in
+peer_values.csv: claim 8's specialised baselines), each read from our best-profile row by `romae.runner.judge`.
+
+A cell reads **for**, **against**, **not reproduced** (our number differs: for a claim judged on the paper's own
+numbers, `judge` = numbers, a row worse than the paper; a reference below the attainable floor), **untested**
+(not run, a gate failed, a reduced run) or **device** (measured on another device class). The claim's outcome:
+
+- **confirmed**: every cell for;
+- **partially confirmed**: some for, the others against, not reproduced or untested (each named);
+- **contradicted**: some against, none for;
+- **not reproduced**: some not reproduced, none for or against; also a claim whose own comparison is not like for
+  like (`compares`: two numbers of different metrics, e.g. a per-sequence sum against a per-element MSE);
+- **not comparable**: every cell measured on another device class;
+- **not tested at this scale**: nothing judged.
+
+The runner's: no kernel imports this module, so the rules can change without staling an artefact.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from fnmatch import fnmatchcase
+from pathlib import Path
+
+import pandas as pd
+
+from ..compendium.reference import _peer_rows, artefacts, paper_values
+from ..compendium.report import PROFILE_RANK, derived_rows, reports_path
+from ..compendium.verdicts import scale as scale_fields, qualifiers
+from . import judge
+
+CLAIMS = Path(__file__).resolve().parents[1] / "compendium" / "reference" / "claims.csv"
+OUTCOMES = ("confirmed", "partially confirmed", "not reproduced", "contradicted", "not tested at this scale",
+            "not comparable")
+SUPPORTS = ("matches", "within tolerance", "better than", "claim holds")
+AGAINST = ("worse than", "does not hold", "differs")
+UNTESTED = ("not tested", "not comparable", "not run", "no paper value", "not resolved", "training flagged")
+JUDGED = ("for", "against", "not reproduced")
+
+
+def claims() -> list[dict]:
+    """The rows of claims.csv: claim, title, statement, asserts, against, judge (numbers | direction), unit,
+    evidence [(experiment, setting pattern, metric, peer or '')], compares, notebooks [NN]."""
+    with open(CLAIMS, newline="") as f:
+        out = []
+        for row in csv.DictReader(f):
+            evidence = []
+            for item in (e for e in row["evidence"].split(";") if e.strip()):
+                parts = item.split("|")
+                if len(parts) not in (3, 4):
+                    raise ValueError(f"{CLAIMS.name}: claim {row['claim']}: evidence {item!r} must be "
+                                     "experiment|setting|metric or experiment|setting|metric|peer model")
+                evidence.append(tuple(parts) + ("",) * (4 - len(parts)))
+            if row["judge"] not in ("numbers", "direction"):
+                raise ValueError(f"{CLAIMS.name}: claim {row['claim']}: judge must be numbers or direction, "
+                                 f"got {row['judge']!r}")
+            out.append(dict(row, evidence=evidence, notebooks=row["notebooks"].split()))
+        return out
+
+
+def reading(status: str, judged_on: str = "direction") -> str:
+    """How a row's verdict counts for a claim: 'for', 'against', 'not reproduced', 'untested' or 'device'. For a
+    claim judged on the paper's own numbers (`judged_on` = 'numbers'), a row against the paper is 'not reproduced'
+    (our number differs) rather than evidence against the claim's conclusion."""
+    s = str(status or "").lower()
+    if s.startswith("not comparable") and "other device" in s:
+        return "device"
+    if s.startswith("not reproduced"):
+        return "not reproduced"
+    if s.startswith(UNTESTED):
+        return "untested"
+    if any(w in s for w in AGAINST):
+        return "not reproduced" if judged_on == "numbers" else "against"
+    if any(w in s for w in SUPPORTS):
+        return "for"
+    return "untested"
+
+
+def outcome(readings: list[str], mismatch: str = "") -> str:
+    """A claim's outcome from its cells' readings (see the module docstring); `mismatch`: why the claim's own
+    comparison is not like for like ('' when it is)."""
+    n = {r: readings.count(r) for r in ("for", "against", "not reproduced", "untested", "device")}
+    if mismatch and (n["for"] or n["against"] or n["not reproduced"]):
+        return "not reproduced"
+    if n["for"] and n["for"] == len(readings):
+        return "confirmed"
+    if n["for"]:
+        return "partially confirmed"
+    if n["against"]:
+        return "contradicted"
+    if n["not reproduced"]:
+        return "not reproduced"
+    if readings and n["device"] == len(readings):
+        return "not comparable"
+    return "not tested at this scale"
+
+
+# --- our rows -------------------------------------------------------------------------------------------------
+
+def results(folder: Path) -> pd.DataFrame:
+    """`folder`'s results.csv with the derived checks (`report.derived_rows`) and the GPU's Table 9 measurement
+    (`gpu_rows`), every row's columns present."""
+    parts = []
+    if (folder / "results.csv").exists():
+        raw = pd.read_csv(folder / "results.csv")
+        parts += [raw, derived_rows(raw)] if len(raw) else [raw]
+    parts.append(gpu_rows(folder))
+    out = pd.concat([p for p in parts if len(p)], ignore_index=True) if any(len(p) for p in parts) else pd.DataFrame()
+    for column in ("experiment", "setting", "metric", "ours", "ours_std", "n_seeds", "profile", "device", "note",
+                   "scale", "learned", "flags", "interval"):
+        if column not in out:
+            out[column] = None
+    return out
+
+
+GPU_PROFILE = "gpu-check"
+
+
+def gpu_rows(folder: Path) -> pd.DataFrame:
+    """The relative speeds `make gpu-check` measured on a GPU (<reports>/gpu/table9_cuda.json) as rows of
+    table9_compute in the profile 'gpu-check': never the paper's device class unless it is, which their scale says."""
+    path = folder / "gpu" / "table9_cuda.json"
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return pd.DataFrame()
+    settings = data.get("settings", {})
+    device = str(settings.get("device", "a GPU"))
+    paper_device = next((p["source"].split("(")[1].split(")")[0] for p in paper_values()
+                         if p["experiment"] == "table9_compute" and "(" in p["source"]), None)
+    rows = []
+    for name, m in data.items():
+        if name == "settings" or not isinstance(m, dict) or "relative_speed" not in m:
+            continue
+        steps = int(settings.get("rounds", 0)) * int(settings.get("steps_per_round", 0))
+        fields = scale_fields(device=(device, paper_device), data=(int(settings.get("batch", 0)), 64),
+                              steps=(steps, 4710))
+        rows.append(dict(experiment="table9_compute", setting=name, metric="relative_speed",
+                         ours=float(m["relative_speed"]), ours_std=None, n_seeds=1, profile=GPU_PROFILE,
+                         device=f"{device} (torch {settings.get('torch', '?')}); make gpu-check",
+                         note=f"gpu-check ({path.relative_to(folder).as_posix()}): batch {settings.get('batch')}, "
+                              f"{settings.get('rounds')}x{settings.get('steps_per_round')} single steps",
+                         scale=json.dumps(fields), learned=None, flags=None, interval=None))
+    return pd.DataFrame(rows)
+
+
+def best_row(rows: pd.DataFrame, experiment: str, setting: str, metric: str, profile: str | None = None):
+    """Our row of a cell at its best profile (paper > quick > smoke > others), or None."""
+    mine = rows[(rows.experiment == experiment) & (rows.setting == setting) & (rows.metric == metric)]
+    if profile is not None:
+        mine = mine[mine.profile == profile]
+    else:
+        mine = mine[mine.profile != GPU_PROFILE]
+    if mine.empty:
+        return None
+    return mine.assign(_r=mine.profile.map(PROFILE_RANK).fillna(9)).sort_values("_r", kind="stable").iloc[0] \
+        .drop("_r").to_dict()
+
+
+def _peer(experiment: str, setting: str, model: str) -> dict | None:
+    """A peer's published number for a cell: its benchmark is the setting, or the longest that the setting starts
+    with ('PhysioNet' for 'PhysioNet, z-score, token mask')."""
+    peers = [p for p in _peer_rows() if p["experiment"] == experiment and p["model"] == model
+             and (setting == p["benchmark"] or setting.startswith(p["benchmark"] + ","))]
+    return max(peers, key=lambda p: len(p["benchmark"])) if peers else None
+
+
+def cells(claim: dict, rows: pd.DataFrame, folder: Path) -> list[dict]:
+    """A claim's evidence cells, each with its reference, our row (None: not run), its status (`judge.judge`)
+    and reading (`reading`); the GPU's Table 9 rows beside the CPU's."""
+    tables = folder / "tables"
+    out = []
+    for experiment, pattern, metric, peer in claim["evidence"]:
+        refs = [p for p in paper_values() if p["experiment"] == experiment and p["metric"] == metric
+                and fnmatchcase(p["setting"], pattern)]
+        for p in refs:
+            ref = p
+            if peer:
+                found = _peer(experiment, p["setting"], peer)
+                if found is None:
+                    raise ValueError(f"{CLAIMS.name}: claim {claim['claim']}: no published {peer} number for "
+                                     f"{experiment} / {p['setting']} in peer_values.csv")
+                ref = judge.peer_reference(p, found)
+            for profile in (None, GPU_PROFILE) if experiment == "table9_compute" else (None,):
+                row = best_row(rows, experiment, p["setting"], metric, profile)
+                if row is None and profile is not None:
+                    continue
+                status = "not run" if row is None else judge.judge(ref, row, tables)
+                out.append(dict(experiment=experiment, setting=p["setting"], metric=metric, reference=ref,
+                                row=row, status=status, reading=reading(status, claim["judge"])))
+    return out
+
+
+def mismatch(claim: dict) -> str:
+    """Why the claim's own comparison (`compares`: 'experiment|setting|metric~peer|peer metric') is not like for
+    like, or ''."""
+    spec = claim.get("compares", "").strip()
+    if not spec:
+        return ""
+    ours, theirs = spec.split("~")
+    experiment, setting, metric = ours.split("|")
+    peer, peer_metric = theirs.split("|")
+    if metric == peer_metric:
+        return ""
+    value = next((p["paper"] for p in paper_values() if (p["experiment"], p["setting"], p["metric"])
+                  == (experiment, setting, metric)), None)
+    found = next((p for p in _peer_rows() if p["experiment"] == experiment and p["model"] == peer
+                  and p["metric"] == peer_metric), None)
+    if value is None or found is None:
+        return f"the claim compares {metric} with {peer}'s {peer_metric}"
+    return (f"the claim compares the paper's {value:g} ({metric.replace('_', ' ')}) with {peer}'s {found['value']:g} "
+            f"({peer_metric.replace('_', ' ')}): not like for like")
+
+
+# --- the table ------------------------------------------------------------------------------------------------
+
+def name_of(cell: dict) -> str:
+    refs = {e: a["paper_ref"] for a in artefacts() for e in a["experiments"]}
+    peer = cell["reference"].get("reference", "paper")
+    vs = f" vs {peer}" if peer not in ("paper", "the paper") else ""
+    gpu = " (gpu-check)" if cell["row"] is not None and cell["row"].get("profile") == GPU_PROFILE else ""
+    return f"{refs.get(cell['experiment'], cell['experiment'])} {cell['setting']}{vs}{gpu}"
+
+
+def _short(status: str) -> str:
+    """A status without its qualifiers and seeds note: 'worse than the paper', 'not reproduced: ... floor 0.0275'."""
+    s = status.split("; ")[0]
+    return re.sub(r" \((?:[a-z -]+, )*[a-z -]+\)$", "", s)
+
+
+def verdict_text(claim: dict, found: list[dict], outcome_: str) -> str:
+    unit = claim.get("unit") or "row"
+    counts = [(w, sum(c["reading"] == r for c in found)) for w, r in
+              (("for", "for"), ("against", "against"), ("not reproduced", "not reproduced"),
+               ("not tested", "untested"), ("other device", "device"))]
+    parts = ", ".join(f"{n} {w}" for w, n in counts if n)
+    return f"{outcome_} (of {len(found)} {unit}{'s' if len(found) != 1 else ''}: {parts})" if found else outcome_
+
+
+def _detail(cell: dict, judged_on: str) -> str:
+    """What a judged cell adds to its name: why it is not reproduced, our number against a paper number it
+    differs from, its seeds note ('1 seed', 'on 4 of 5 seeds ...')."""
+    status, r = cell["status"], cell["row"]
+    bare = _short(status)
+    parts = []
+    if bare.startswith("not reproduced: "):
+        parts.append(bare.removeprefix("not reproduced: "))
+    elif cell["reading"] == "not reproduced" and r is not None:
+        parts.append(f"{float(r['ours']):.4g} vs {cell['reference']['paper']:g}")
+    if "; " in status:
+        parts.append(status.split("; ", 1)[1])
+    elif r is not None and cell["reading"] in JUDGED and str(r.get("n_seeds")) in ("1", "1.0") \
+            and judge._parse(r.get("learned")) is not None:  # a trained model's number from one seed: said
+        parts.append("1 seed")
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
+def _device_values(cells_: list[dict]) -> str:
+    """'cpu: absolute 1, quantized 0.99, continuous 0.98; NVIDIA H200: ...' for cells measured on another device."""
+    by: dict[str, list[str]] = {}
+    for c in cells_:
+        r = c["row"]
+        device = device_text(r.get("device")).split(" (")[0] if r is not None else "?"
+        by.setdefault(device, []).append(f"{c['setting']} {float(r['ours']):.2f}" if r is not None else c["setting"])
+    return "; ".join(f"{d}: {', '.join(v)}" for d, v in by.items())
+
+
+def evidence_text(claim: dict, found: list[dict], why: str, link: str) -> str:
+    """The short evidence cell: who is for, against, not reproduced (and why), how many untested, and a link."""
+    groups = []
+    for word, r in (("for", "for"), ("against", "against"), ("not reproduced", "not reproduced")):
+        names = [name_of(c) + _detail(c, claim["judge"]) for c in found if c["reading"] == r]
+        if names:
+            groups.append(f"{word}: " + "; ".join(names))
+    device = [c for c in found if c["reading"] == "device"]
+    if device:
+        paper = ", ".join(f"{c['setting']} {c['reference']['paper']:g}" for c in device
+                          if c["row"] is not None and c["row"].get("profile") != GPU_PROFILE) or ""
+        groups.append("other device: " + _device_values(device) + (f" (the paper's: {paper})" if paper else ""))
+    rest = [c for c in found if c["reading"] == "untested"]
+    if rest:
+        kinds = pd.Series([_short(c["status"]).removeprefix("not tested: ") for c in rest]).value_counts()
+        groups.append("not tested: " + ", ".join(f"{n} {k}" for k, n in kinds.items()))
+    text = ". ".join(groups) if groups else "no row"
+    if why:
+        text = f"{why}. {text}"
+    return f"{text} ([rows]({link}))"
+
+
+def devices_of(found: list[dict]) -> str:
+    """Who trained and who published the judged cells (else every cell with a row): the trainings' device and stack
+    from the record, then the publishing machine."""
+    use = [c for c in found if c["reading"] in JUDGED] or [c for c in found if c["row"] is not None]
+    return "; ".join(dict.fromkeys(device_text(c["row"].get("device")) for c in use if c["row"] is not None))
+
+
+def device_text(cell) -> str:
+    """A row's device column read as who trained and who published: 'NVIDIA H200 (torch 2.11.0+cu130, CUDA 13.0),
+    published on cpu (AMD EPYC, 2 threads)'; 'cpu (AMD EPYC, 2 threads)' when one machine did both."""
+    text = str(cell or "").strip()
+    if not text or text == "nan":
+        return ""
+    parts = [p.strip() for p in text.split("; ")]
+    if parts[0].startswith("trained on "):
+        trained = parts[0].removeprefix("trained on ")
+        published = next((p.removeprefix("published on ") for p in parts if p.startswith("published on ")), "")
+        trained = ", ".join(t if "(torch" in t or t.startswith("cpu") else f"{t} (stack not recorded)"
+                            for t in _split_devices(trained))
+        return f"{trained}, published on {published}" if published else trained
+    return parts[0]
+
+
+def _split_devices(text: str) -> list[str]:
+    """'NVIDIA H200 (torch 2.11, CUDA 13.0), cpu (AMD EPYC, 2 threads)' -> its devices (commas inside brackets kept)."""
+    out, depth, cur = [], 0, ""
+    for ch in text:
+        depth += (ch == "(") - (ch == ")")
+        if ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    return out + [cur.strip()] if cur.strip() else out
+
+
+def on_cpu(device_cell) -> bool:
+    """Every device that trained the row is a CPU."""
+    first = str(device_cell).split(";")[0].lower().removeprefix("trained on ")
+    return all(d.strip().startswith("cpu") for d in _split_devices(first))
+
+
+def scale_of(found: list[dict]) -> str:
+    """The scale of the judged cells (else every run cell), in the words of their scale facts and the device that
+    trained them: 'paper scale', 'paper scale, trained on a CPU', 'paper scale, fewer seeds (3 / 5)', or the
+    smallest fraction and the qualifiers of a reduced run."""
+    from .frontpage import _fraction, _pair
+
+    use = [c for c in found if c["reading"] in JUDGED] or [c for c in found if c["row"] is not None]
+    out = []
+    for c in use:
+        r = c["row"]
+        if r is None:
+            continue
+        quals = qualifiers(r.get("scale"), r.get("profile"))
+        cpu = ", trained on a CPU" if on_cpu(r.get("device")) else ""
+        if not quals:
+            text = "paper scale" + cpu
+        elif quals == ["fewer seeds"]:
+            text = f"paper scale, fewer seeds ({_pair(r.get('scale'), 'seeds')}){cpu}"
+        else:
+            text = ", ".join(x for x in (_fraction(r.get("scale")), ", ".join(quals)) if x)
+        out.append(text)
+    return "; ".join(dict.fromkeys(out)) if out else "not run"
+
+
+def to_test(claim: dict, found: list[dict], runs: pd.DataFrame | None, hours: dict) -> str:
+    """What it would take to judge the untested cells: the paper profile of their notebooks that have not run it
+    (with the plan's hours on one H100), and the data sets a paper run went without."""
+    from .frontpage import notebook_of
+
+    todo = [c for c in found if c["reading"] in ("untested", "device")]
+    if not todo:
+        return ""
+    if claim["claim"] == "L1":
+        return "`make bench` on a GPU of the paper's class (Table 9: an NVIDIA GTX 1650 Ti)"
+    ran = set() if runs is None or runs.empty else \
+        set(runs[(runs.status == "ok") & (runs.profile == "paper")].notebook.str[:2])
+    need, missing = [], []
+    for c in todo:
+        nbs = [nb for nb in notebook_of(c["experiment"]) if nb in claim["notebooks"]] or claim["notebooks"]
+        paper_done = [nb for nb in nbs if nb in ran]
+        if c["row"] is None and paper_done:
+            missing.append(c["setting"])
+        elif not (c["row"] is not None and c["row"].get("profile") == "paper" and paper_done):
+            need += [nb for nb in nbs if nb not in ran] or nbs
+    parts = []
+    need = list(dict.fromkeys(need))
+    if need:
+        plan = [f"{nb}: {hours[nb][0]} h FP32 / {hours[nb][1]} h BF16" for nb in need if nb in hours]
+        parts.append(f"`make reproduce PROFILE=paper ONLY={','.join(need)}`" + (f" (plan, one H100: {'; '.join(plan)})"
+                                                                                if plan else ""))
+    if missing:
+        parts.append(f"the data of {', '.join(missing)} (`make data`), then the paper run again")
+    return "; ".join(parts)
+
+
+CLAIM_COLUMNS = ["claim", "verdict", "evidence", "scale", "trained on", "code", "to test it"]
+
+
+def claims_view(reports_dir=None, link: str = "ROWS.md") -> tuple[pd.DataFrame, list[dict]]:
+    """(the claims table, the details: one dict per claim with its cells) for the front page."""
+    from .frontpage import _code_state, planned_hours
+
+    folder = reports_path(reports_dir)
+    rows = results(folder)
+    runs = pd.read_csv(folder / "runs.csv", dtype=str, keep_default_na=False) \
+        if (folder / "runs.csv").exists() else None
+    hours = planned_hours()
+    table, details = [], []
+    for c in claims():
+        found = cells(c, rows, folder)
+        why = mismatch(c)
+        result = outcome([x["reading"] for x in found], why)
+        profiles = [x["row"]["profile"] for x in found if x["row"] is not None and x["row"]["profile"] in PROFILE_RANK]
+        profile = min(profiles, key=PROFILE_RANK.get) if profiles else ""
+        code = _code_state(c["notebooks"], profile, folder) if profile else ""
+        anchor = f"{link}#claim-{c['claim'].lower()}"
+        table.append({"claim": f"{c['claim']}. {c['title']}", "verdict": verdict_text(c, found, result),
+                      "evidence": evidence_text(c, found, why, anchor), "scale": scale_of(found),
+                      "trained on": devices_of(found), "code": code.split(":")[0] if code else "",
+                      "to test it": to_test(c, found, runs, hours)})
+        details.append(dict(claim=c, cells=found, outcome=result, mismatch=why))
+    return pd.DataFrame(table, columns=CLAIM_COLUMNS), details
+
+
+def headline(view: pd.DataFrame, cov: dict, hours: dict | None) -> str:
+    """SUMMARY.md's first lines, in words: how the claims came out, the coverage, what the paper profile costs."""
+    from .frontpage import planned_total
+
+    counts = pd.Series([v.split(" (")[0] for v in view.verdict]).value_counts()
+    said = ", ".join(f"**{counts[o]} {o}**" for o in OUTCOMES if o in counts)
+    total = planned_total()
+    cost = (f"The whole paper profile is planned at {total[0]} h FP32 / {total[1]} h BF16 on one H100 "
+            "(`make plan`); what each claim would need is in its row." if total else
+            "The paper profile has no plan here yet (`make plan`).")
+    return "\n".join([
+        f"- **Claims.** Of the paper's {len(view)} claims and stated limitations: {said}.",
+        f"- **Coverage.** {cov['paper_scale']} of RoMAE's {cov['cells']} numeric cells in Tables 1-7 and 9 come from "
+        f"runs at the paper's scale; {cov['judged']} cells were judged against the paper (the others: a gate failed, "
+        f"a reduced run, or not run).",
+        f"- **Cost.** {cost}",
+        "- **Verdicts** are derived by code from the rows (`romae.runner.claims`), never typed; a row is judged only "
+        "when its model learned, its training carries no flag, and its setup matches the paper's.",
+        "- **Devices.** Each row says who trained it (device, torch, CUDA) and who published it.",
+        "- **Every row** with its status and notes: [ROWS.md](ROWS.md); the notebooks' pages: [index.html](index.html).",
+    ]) + "\n"
