@@ -131,6 +131,20 @@ def test_smoke_experiment_writes_reports(tmp_path, monkeypatch):
     assert len(diag) == len(I.SPIRAL_READINGS) + 6 and np.isfinite(diag).all()
     assert diag[I.SPIRAL_READINGS["rmse_clean_per_coordinate"]] == pytest.approx(
         diag[I.SPIRAL_READINGS["rmse_clean"]] / np.sqrt(2))
+    # notebook 15's figures mark what they compare with: the floor from the diagnostics, the peers' stds, the seeds
+    from romae.experiments import interpolation_figures as F
+
+    fig = F.plot_table7(res, I.spiral_diagnostics(res))
+    labels = " ".join(t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts())
+    assert f"{diag[F.FLOOR]:.4f}" in labels and "HeTVAE (peer): 0.223 +- 0.07" in labels and "noise variance" in labels
+    assert "one seed (seed 0)" in fig.axes[0].get_title()
+    assert all(ax.get_ylabel() for ax in F.plot_fig8_marked(res).axes[::3])
+    curves = F.plot_training_curves(res)
+    assert all(any(line.get_linestyle() == ":" for line in ax.get_lines()) for ax in curves.axes)
+    per_protocol = F.synthetic_protocols(res)
+    n = len(res["synthetic"]["runs"])
+    assert per_protocol.loc["3-10", f"mse_noisy, mean of {n} seeds"] == pytest.approx(
+        results.set_index(["setting", "metric"]).ours["Synthetic, 3-10 observed", "mse_noisy"])
     # the decoder-depth variant: the notebook's own Spiral read from res, the 12-block one trained beside it
     from romae.experiments import spiral_decoder
 

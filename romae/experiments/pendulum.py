@@ -342,45 +342,74 @@ def plot_predictions(res: dict, n_seq: int = 3):
 def plot_comparison(res: dict):
     """Table 5 like with like: left, per-element test MSE x 1e-3 (the published models, S5 marked as the
     comparator) beside ours; right, the authors' logged per-sequence sum beside the paper's 3.32 (marked).
-    Ours: mean +- std over seeds, each configuration."""
-    from matplotlib.ticker import NullFormatter
+    Ours: mean +- std over seeds, each configuration. Every point carries its value; the per-element axis is
+    logarithmic with ticks at plain numbers (the values span a decade)."""
+    from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator
 
     t, refs = res["table"], references()
-    fig, axes = plt.subplots(1, 2, figsize=(13, 4.4), gridspec_kw=dict(width_ratios=(1.2, 1), wspace=0.9))
+    fig, axes = plt.subplots(1, 2, figsize=(15, 4.8), gridspec_kw=dict(width_ratios=(1.3, 1)), layout="constrained")
     panels = ((axes[0], "mse_x1e-3", refs["per element"], "S5 (peer)", "S5"),
               (axes[1], "sum_per_sequence", refs["logged sum"], "the paper", "RoMAE (paper)"))
     for ax, metric, ref, who, marked in panels:
         rows = t[(t.metric == metric) & (t.model != marked)]  # the marked comparator is the line, not a point
         y = np.arange(len(rows))
         ours = rows.model.str.contains("(ours)", regex=False).to_numpy()
-        ax.errorbar(rows.value, y, xerr=rows["std"].fillna(0).to_numpy(), fmt="none", ecolor="0.5", capsize=3)
+        std = rows["std"].astype(float).fillna(0).to_numpy()
+        ax.errorbar(rows.value, y, xerr=std, fmt="none", ecolor="0.5", capsize=3)
         if (~ours).any():
             ax.plot(rows.value[~ours], y[~ours], "s", color="0.5", label="published")
         ax.plot(rows.value[ours], y[ours], "o", color="tab:red", label="ours (mean +- std over seeds)")
+        for v, s_, yy, mine in zip(rows.value, std, y, ours):  # the value beside its point, above the bar
+            ax.annotate(f"{v:.3g}" + (f" +- {s_:.2g}" if s_ else ""), (v, yy), xytext=(0, 7),
+                        textcoords="offset points", ha="center", fontsize=8,
+                        color="tab:red" if mine else "0.3", bbox=dict(fc="white", ec="none", alpha=0.8, pad=0.5))
         ax.axvline(ref["paper"], color="k", lw=1.5, label=f"{who}: {ref['paper']:g} +- {ref['paper_std']:g}")
         ax.axvspan(ref["paper"] - ref["paper_std"], ref["paper"] + ref["paper_std"], color="k", alpha=0.1)
-        ax.set(yticks=y, yticklabels=rows.model, ylim=(-0.6, len(rows) - 0.4))
-    axes[0].set_xscale("log")  # the per-element values span a decade and more
-    axes[0].xaxis.set_minor_formatter(NullFormatter())  # log-axis minor labels would overlap
-    axes[1].set_xlim(left=0)
-    for ax in axes:
-        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(0.0, -0.2), ncol=2)
-    axes[0].set(xlabel="test MSE per element x 1e-3 (log)", title="per element: compared with S5")
-    axes[1].set(xlabel="per-sequence sum (the authors' logged metric)",
-                title=f"authors' logged metric: compared with the paper's {refs['logged sum']['paper']:g}")
+        ax.annotate(f"{marked}: {ref['paper']:g}", (ref["paper"], 1.0), xycoords=("data", "axes fraction"),
+                    xytext=(0, 3), textcoords="offset points", ha="center", va="bottom", fontsize=8, weight="bold")
+        ax.set(yticks=y, yticklabels=rows.model, ylim=(-0.6, len(rows) - 0.3))
+    ax = axes[0]
+    ax.set_xscale("log")  # the per-element values span a decade and more: plain-number ticks, no minor labels
+    values = t[t.metric == "mse_x1e-3"].value.astype(float)
+    lo, hi = float(values.min()) / 1.4, float(values.max()) * 1.4
+    ax.set_xlim(lo, hi)
+    ticks = [v for v in (1, 2, 3, 5, 10, 20, 30, 50, 100, 200) if lo <= v <= hi]
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.set_xticklabels([f"{v:g}" for v in ticks])
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    right = t[t.metric == "sum_per_sequence"]
+    axes[1].set_xlim(0, 1.15 * float((right.value + right["std"].astype(float).fillna(0)).max()))
+    for ax, ncol in zip(axes, (2, 1)):
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(0.0, -0.2), ncol=ncol)
+    axes[0].set(xlabel="test MSE per element x 1e-3 (log axis)")
+    axes[0].set_title("per element: compared with S5", pad=16)
+    axes[1].set(xlabel="per-sequence sum (the authors' logged metric)")
+    axes[1].set_title(f"logged sum: compared with the paper's {refs['logged sum']['paper']:g}", pad=16)
     fig.suptitle(f"Table 5, like with like ({title_tag(res)})")
-    fig.tight_layout()
     return fig
 
 
 def plot_learning_curves(res: dict):
-    fig, ax = plt.subplots(figsize=(8, 4))
-    for seed, h in res["histories"].items():
-        if "loss" in h:
-            h = h.dropna(subset=["loss"])
-            ax.plot(h.step, h.loss, label=f"seed {seed}")
-    ax.set(xlabel="step", ylabel="training MSE per element", yscale="log",
-           title=f"Pendulum: training loss ({title_tag(res)})")
-    ax.legend(fontsize=8, ncol=1 + len(res["histories"]) // 8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    """Training MSE per element against step: one colour per configuration (ours; the authors'), one thin line per
+    seed, the median over seeds bold; the legend names each configuration and its number of seeds."""
+    fig, ax = plt.subplots(figsize=(9, 4.2))
+    for i, (label, v) in enumerate(res["variants"].items()):
+        color = ("tab:red", "tab:blue", "tab:green", "tab:purple")[i % 4]
+        curves = {seed: h.dropna(subset=["loss"]).set_index("step").loss
+                  for seed, h in v["histories"].items() if "loss" in h}
+        for k, c in enumerate(curves.values()):
+            ax.plot(c.index, c.values, color=color, lw=0.5, alpha=0.45)
+        if curves:
+            median = pd.concat(curves, axis=1).median(axis=1)
+            name = "ours" if label == "ours" else label
+            vc = v["config"]
+            ax.plot(median.index, median.values, color=color, lw=2,
+                    label=f"{name} (head {vc.head}, pixel norm {vc.pixel_norm}, "
+                          f"{'clip ' + format(vc.grad_clip, 'g') if vc.grad_clip else 'no clipping'}): median of "
+                          f"{len(curves)} seeds; thin: each seed")
+    ax.set(xlabel="optimiser step", ylabel="training MSE per element", yscale="log",
+           title=f"Pendulum: training loss per configuration ({title_tag(res)})")
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.15))
     fig.tight_layout()
     return fig

@@ -14,7 +14,8 @@ from .profiles import EXPERIMENT, UEARun, PROFILES
 
 def reading(res: dict) -> list[str]:
     """One sentence per dataset that ran: the pre-trained RoMAE's accuracy (mean +- std over seeds, `spread`)
-    against the paper's, the best published peer's, and 1-NN DTW's on the same test series."""
+    against the paper's, the best published peer's, the same classifier's trained from scratch (all labels: the
+    control for the claim that pre-training helps) and 1-NN DTW's on the same test series."""
     peers = pd.DataFrame(peer_values(EXPERIMENT))
     out = []
     for name, r in res["results"].items():
@@ -28,8 +29,10 @@ def reading(res: dict) -> list[str]:
         kind = f", {runtime.DRY_LABEL}" if r["data"]["generated"] else ""
         b = r["baselines"]
         dtw = b[(b.model == "1-NN DTW") & (b.labels == "all labels")].accuracy.iloc[0]
-        out.append(f"{name} ({res['profile']}{kind}): pre-trained RoMAE {spread(ours)} against {ref}{peer}; "
-                   f"1-NN DTW {dtw:.4f} on the same {len(r['data']['test'])} test series.")
+        scratch = f[f.variant == "from scratch"].accuracy
+        control = f"; trained from scratch {spread(scratch)}" if len(scratch) else ""
+        out.append(f"{name} ({res['profile']}{kind}): pre-trained RoMAE {spread(ours)} against {ref}{peer}"
+                   f"{control}; 1-NN DTW {dtw:.4f} on the same {len(r['data']['test'])} test series.")
     return out
 
 

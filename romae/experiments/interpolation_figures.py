@@ -1,0 +1,144 @@
+"""Notebook 15's figures and its per-seed Synthetic table, with what each figure compares marked (issue 43).
+
+Table 7's comparison is drawn here whole; Figures 7 and 8 and the learning curves are `interpolation`'s, to which
+these functions add the numbers each one compares with: the least-squares floor of the Spiral generator's
+own family (computed by `interpolation.spiral_diagnostics`, never typed), the paper's and HeTVAE's published stds
+(peer_values.csv), the noise variance of each generator (its config's noise_std), and how many seeds are shown.
+
+They live apart from `interpolation` on purpose: a kept evaluation's key names the code of the modules that
+produced it (`romae.cache.producers`), `interpolation` among them, so a figure edited there would change the keys
+of the committed Spiral and Synthetic evaluations and retrain them. Nothing in `interpolation` imports this module.
+"""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from ..compendium.reference import peer_values
+
+from .interpolation import EXPERIMENT, _paper, plot_fig7, plot_fig8, plot_learning_curves, title_tag
+
+
+FLOOR = "least squares in the generator's own family (a, b, direction), noisy observed points, vs clean"
+
+
+def _seeds_shown(runs: list, shown: int | None = None) -> str:
+    """'one seed (seed 0)', 'seed 0, one of 5 trained seeds' or '5 seeds': what a figure shows of a benchmark's runs."""
+    n = len(runs)
+    if shown is not None and n > 1:
+        return f"seed {runs[shown]['seed']}, one of {n} trained seeds"
+    return f"one seed (seed {runs[0]['seed']})" if n == 1 else f"{n} seeds"
+
+
+def _legend(ax, **kw):
+    handles, labels = ax.get_legend_handles_labels()
+    unique = dict(zip(labels, handles))
+    ax.legend(unique.values(), unique.keys(), **kw)
+
+
+def plot_table7(res: dict, diagnostics: pd.DataFrame):
+    """Table 7's comparison, each compared number marked with its value. Left: the Spiral RMSE vs the clean curves
+    of the trained model, one point per evaluation trial; the paper's number (band: +- its std), the least-squares
+    floor of the generator's own family (`spiral_diagnostics`' row, ContiFormer's RMSE as the panel) and the trivial
+    predictor. Right: the Synthetic MSE vs the noisy values per protocol, one point per seed; the paper's and HeTVAE's
+    published numbers at the 3-10 protocol with their published stds as error bars (peer_values.csv), the noise
+    variance of the generator (no MSE against noisy values goes below it) and the trivial predictor per protocol."""
+    fig, (a, b) = plt.subplots(1, 2, figsize=(13.5, 5.4), gridspec_kw=dict(width_ratios=(1, 1.7)),
+                               layout="constrained")
+    spiral = res["spiral"]["runs"]
+    trials = pd.concat([r["trials"] for r in spiral])
+    p = _paper("Spiral", "rmse_clean")
+    floor = float(diagnostics.set_index("predictor").rmse[FLOOR])
+    a.plot(np.linspace(-0.15, 0.15, len(trials)), trials.rmse_clean, "o", color="tab:blue", mfc="none",
+           label=f"ours: {trials.rmse_clean.mean():.4f} (mean of the trials)")
+    a.axhline(p["paper"], color="k", lw=1.5, label=f"paper: {p['paper']:g} +- {p['paper_std']:g}")
+    a.axhspan(p["paper"] - p["paper_std"], p["paper"] + p["paper_std"], color="k", alpha=0.1)
+    a.axhline(floor, color="tab:purple", ls="-.", lw=1.5,
+              label=f"least-squares floor, the generator's own family: {floor:.4f}")
+    trivial = res["trivial"]["Spiral"]
+    a.plot([0.35], [trivial], "s", color="0.5", label=f"trivial, each spiral's observed mean: {trivial:.3g}")
+    a.set(xticks=[], xlim=(-0.5, 0.6), yscale="log", ylabel="RMSE at the hidden points vs the clean curves (log)")
+    a.set_title(f"Spiral: {_seeds_shown(spiral)}, one point per evaluation trial\n({title_tag(res, 'Spiral')})",
+                fontsize=10)
+    a.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.04))
+    synthetic = res["synthetic"]["runs"]
+    protos = ["3-10"] + [str(k) for k in res["profile"].eval_n_obs]
+    for j, proto in enumerate(protos):
+        per_seed = [r["series"].loc[r["series"].protocol == proto, "mse_noisy"].mean() for r in synthetic]
+        b.plot(j + np.linspace(-0.08, 0.08, len(per_seed)), per_seed, "o", color="tab:blue",
+               label="ours, one point per seed (their mean beside)" if j == 0 else None)
+        b.annotate(f"{np.mean(per_seed):.4f}", (j + 0.1, float(np.mean(per_seed))), xytext=(4, 0),
+                   textcoords="offset points", va="center", fontsize=8, color="tab:blue")
+        b.plot([j + 0.38], [res["trivial"][f"Synthetic, {proto}", "mse_noisy"]], "s", color="0.5",
+               label="trivial: the training mean" if j == 0 else None)
+    p = _paper("Synthetic, 3-10 observed", "mse_noisy")
+    b.hlines(p["paper"], -0.45, 0.45, colors="k", lw=1.5)
+    b.errorbar([-0.3], [p["paper"]], yerr=[p["paper_std"]], fmt="_", color="k", ms=14, capsize=4,
+               label=f"paper (3-10 observed): {p['paper']:g} +- {p['paper_std']:g}")
+    for r in (r for r in peer_values(EXPERIMENT) if r["model"] == "HeTVAE" and r["benchmark"].startswith("Synthetic")):
+        std = float(r["std"]) if r.get("std") not in (None, "") else None
+        b.hlines(r["value"], -0.45, 0.45, colors="tab:gray", linestyles="--")
+        b.errorbar([-0.22], [r["value"]], yerr=[std] if std else None, fmt="D", color="tab:gray", ms=4, capsize=4,
+                   label=f"HeTVAE (peer): {r['value']:g}" + (f" +- {std:g}" if std else ""))
+    noise = res["profile"].synthetic_data.noise_std ** 2
+    b.axhline(noise, color="tab:purple", ls=":", lw=1.5, label=f"noise variance: {noise:g} (the floor)")
+    b.set(xticks=range(len(protos)), xticklabels=[f"{p} observed" for p in protos], xlim=(-0.55, len(protos) - 0.45),
+          ylim=(0, None), ylabel="MSE at the unobserved points vs the noisy values")
+    b.set_title(f"Synthetic: {_seeds_shown(synthetic)}, one point per seed ({title_tag(res, 'Synthetic')})",
+                fontsize=10)
+    b.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=2)
+    fig.suptitle("Table 7, Spiral and Synthetic: ours beside the paper's values, the peers' and the floors")
+    return fig
+
+
+def plot_fig7_marked(res: dict):
+    """`plot_fig7` with the seed it shows in its title."""
+    fig = plot_fig7(res)
+    fig.suptitle(f"Figure 7: Spiral interpolation, {_seeds_shown(res['spiral']['runs'], 0)} "
+                 f"({title_tag(res, 'Spiral')})")
+    fig.tight_layout()
+    return fig
+
+
+def plot_fig8_marked(res: dict, n_examples: int = 2):
+    """`plot_fig8` with a y label and the seed it shows in its title."""
+    fig = plot_fig8(res, n_examples)
+    for ax in fig.axes[::len(fig.axes) // n_examples]:
+        ax.set_ylabel("value (noisy / clean / predicted)")
+    fig.suptitle(f"Figure 8: Synthetic interpolation, {_seeds_shown(res['synthetic']['runs'], 0)} "
+                 f"({title_tag(res, 'Synthetic')})")
+    fig.tight_layout()
+    return fig
+
+
+def plot_training_curves(res: dict):
+    """`plot_learning_curves` with each benchmark's floor drawn: the variance of its generator's noise (the training
+    loss is an MSE against noisy values, per coordinate), and the number of seeds in each title."""
+    fig = plot_learning_curves(res)
+    for ax, name in zip(fig.axes, ("spiral", "synthetic")):
+        noise = getattr(res["profile"], f"{name}_data").noise_std ** 2
+        ax.axhline(noise, color="k", ls=":", lw=1.2, label=f"noise variance {noise:g} (the floor)")
+        ax.set_title(f"{name.capitalize()}, {_seeds_shown(res[name]['runs'])} "
+                     f"({title_tag(res, name.capitalize())})")
+        _legend(ax, fontsize=8, loc="center right")
+    fig.tight_layout()
+    return fig
+
+
+def synthetic_protocols(res: dict) -> pd.DataFrame:
+    """Synthetic test MSE per protocol (3-10, 3, 10, 20 observed), against the noisy and the clean values: the mean
+    over the trained seeds (the number in Table 7's row) and its std; then each seed's MSE against the noisy values."""
+    runs = res["synthetic"]["runs"]
+    per = pd.concat([r["series"].groupby("protocol", sort=False)[["mse_noisy", "mse_clean"]].mean()
+                     .assign(seed=r["seed"]) for r in runs])
+    out = pd.DataFrame(index=per.index.unique())
+    for metric in ("mse_noisy", "mse_clean"):
+        g = per.groupby(level=0, sort=False)[metric]
+        out[f"{metric}, mean of {len(runs)} seeds"] = g.mean()
+        out[f"{metric}, std"] = g.std(ddof=1) if len(runs) > 1 else np.nan
+    for seed, f in per.groupby("seed"):
+        out[f"mse_noisy, seed {seed}"] = f["mse_noisy"]
+    out.index.name = "observed"
+    return out
