@@ -32,8 +32,8 @@ from pathlib import Path
 import pandas as pd
 
 from ..compendium.reference import _peer_rows, artefacts, paper_values
-from ..compendium.report import PROFILE_RANK, derived_rows, reports_path
-from ..compendium.verdicts import scale as scale_fields, qualifiers
+from ..compendium.report import PROFILE_RANK, ROOT, derived_rows, reports_path
+from ..compendium.verdicts import _parse, qualifiers, scale as scale_fields
 from . import judge
 
 CLAIMS = Path(__file__).resolve().parents[1] / "compendium" / "reference" / "claims.csv"
@@ -340,8 +340,6 @@ def scale_of(found: list[dict]) -> str:
     """The scale of the judged cells (else every run cell), in the words of their scale facts and the device that
     trained them: 'paper scale', 'paper scale, trained on a CPU', 'paper scale, fewer seeds (3 / 5)', or the
     smallest fraction and the qualifiers of a reduced run."""
-    from .frontpage import _fraction, _pair
-
     use = [c for c in found if c["reading"] in JUDGED] or [c for c in found if c["row"] is not None]
     out = []
     for c in use:
@@ -363,8 +361,6 @@ def scale_of(found: list[dict]) -> str:
 def to_test(claim: dict, found: list[dict], runs: pd.DataFrame | None, hours: dict) -> str:
     """What it would take to judge the untested cells: the paper profile of their notebooks that have not run it
     (with the plan's hours on one H100), and the data sets a paper run went without."""
-    from .frontpage import notebook_of
-
     todo = [c for c in found if c["reading"] in ("untested", "device")]
     if not todo:
         return ""
@@ -396,7 +392,7 @@ CLAIM_COLUMNS = ["claim", "verdict", "evidence", "scale", "trained on", "code", 
 
 def claims_view(reports_dir=None, link: str = "ROWS.md") -> tuple[pd.DataFrame, list[dict]]:
     """(the claims table, the details: one dict per claim with its cells) for the front page."""
-    from .frontpage import _code_state, planned_hours
+    from .provenance import code_state as _code_state
 
     folder = reports_path(reports_dir)
     rows = results(folder)
@@ -422,8 +418,6 @@ def claims_view(reports_dir=None, link: str = "ROWS.md") -> tuple[pd.DataFrame, 
 
 def headline(view: pd.DataFrame, cov: dict, hours: dict | None) -> str:
     """SUMMARY.md's first lines, in words: how the claims came out, the coverage, what the paper profile costs."""
-    from .frontpage import planned_total
-
     counts = pd.Series([v.split(" (")[0] for v in view.verdict]).value_counts()
     said = ", ".join(f"**{counts[o]} {o}**" for o in OUTCOMES if o in counts)
     total = planned_total()
@@ -441,3 +435,66 @@ def headline(view: pd.DataFrame, cov: dict, hours: dict | None) -> str:
         "- **Devices.** Each row says who trained it (device, torch, CUDA) and who published it.",
         "- **Every row** with its status and notes: [ROWS.md](ROWS.md); the notebooks' pages: [index.html](index.html).",
     ]) + "\n"
+
+
+# --- the plan and the scale facts --------------------------------------------------------------------------
+
+def _fraction(scale_cell) -> str:
+    """'5 % of the paper's steps' from a row's scale: the smallest of ours / the paper's over its numeric
+    training fields (steps, epochs, data), '' when none is smaller."""
+    fields = _parse(scale_cell) if isinstance(scale_cell, str) else None
+    best = None
+    for k in ("steps", "epochs", "data"):
+        ours, paper = (fields or {}).get(k, (None, None))
+        if isinstance(ours, (int, float)) and isinstance(paper, (int, float)) and paper > 0 and ours < paper:
+            if best is None or ours / paper < best[0]:
+                best = (ours / paper, k)
+    return "" if best is None else f"{100 * best[0]:.2g} % of the paper's {best[1]}"
+
+
+def _pair(scale_cell, field: str) -> str:
+    ours, paper = (_parse(scale_cell) or {}).get(field, ("?", "?"))
+    return f"{ours} / {paper}"
+
+
+def planned_hours(plan_json: Path | None = None) -> dict[str, tuple[str, str]]:
+    """{notebook: (hours FP32, hours BF16)} of the paper profile on one H100, from the plan `make plan` writes
+    (reports/plan/paper_h100.json, `python -m romae.bench plan ... --out`); {} without it."""
+    import json
+
+    from ..compendium.plan import _hours
+
+    path = plan_json or ROOT / "reports" / "plan" / "paper_h100.json"
+    try:
+        totals = json.loads(path.read_text())["totals"]
+    except (OSError, ValueError, KeyError):
+        return {}
+    return {nb: (_hours(t.get("fp32")), _hours(t.get("bf16"))) for nb, t in totals.items() if nb != "all"}
+
+
+def _results(folder: Path) -> pd.DataFrame:
+    """The recorded rows of `folder`'s results.csv with the checks derived from them (`report.derived_rows`):
+    the raw scale facts behind the summary's rows."""
+    if not (folder / "results.csv").exists():
+        return pd.DataFrame(columns=["experiment", "setting", "metric", "profile", "scale"])
+    results = pd.read_csv(folder / "results.csv")
+    return pd.concat([results, derived_rows(results)], ignore_index=True) if len(results) else results
+
+
+def notebook_of(experiment: str) -> list[str]:
+    """The notebooks (NN) that regenerate an experiment (artefacts.csv), [] when none names it."""
+    return next((a["notebook"] for a in artefacts() if experiment in a["experiments"]), [])
+
+
+def planned_total(plan_json: Path | None = None) -> tuple[str, str] | None:
+    """(hours FP32, hours BF16) of the whole paper profile on one H100 from the plan (`planned_hours`), or None."""
+    import json
+
+    from ..compendium.plan import _hours
+
+    path = plan_json or ROOT / "reports" / "plan" / "paper_h100.json"
+    try:
+        total = json.loads(path.read_text())["totals"]["all"]
+    except (OSError, ValueError, KeyError):
+        return None
+    return _hours(total.get("fp32")), _hours(total.get("bf16"))

@@ -11,9 +11,10 @@ from pathlib import Path
 import pandas as pd
 
 from ..compendium.reference import _peer_rows, artefacts, paper_values
-from ..compendium.report import PROFILE_RANK, ROOT, _markdown, derived_rows, provenance_of, reports_path
-from .provenance import freshness
-from ..compendium.verdicts import _parse, paper_scale
+from ..compendium.report import PROFILE_RANK, _markdown, reports_path
+from .provenance import code_state as _code_state  # noqa: F401 (tests and pages read it here)
+from .claims import planned_hours
+from ..compendium.verdicts import paper_scale
 
 ARTEFACT_COLUMNS = ["artefact", "paper", "notebook", "status", "profile", "code", "what"]
 
@@ -52,21 +53,6 @@ def artefact_view(summary: pd.DataFrame, reports_dir: str | Path | None = None,
                         status=state or "not run", profile=profile,
                         code=_code_state(a["notebook"], profile, folder) if profile else "", what=a["what"]))
     return pd.DataFrame(out, columns=ARTEFACT_COLUMNS)
-
-
-def _code_state(notebooks: list[str], profile: str, folder: Path) -> str:
-    """'current', or 'stale: <what changed its numbers since the run>' (`romae.runner.provenance.freshness`) for the runs of an artefact's notebooks: each notebook's
-    run in `profile`, or, for a notebook without one (Table 7: 15 ran at the paper's scale, 16 only in quick), its
-    best-ranked run, the one whose rows the front page shows for it."""
-    stems = sorted({p.stem for nb in notebooks for p in (ROOT / "notebooks").glob(f"{nb}_*.ipynb")})
-    changed: set[str] = set()
-    for stem in stems:
-        record = provenance_of(stem, profile, folder)
-        for other in sorted(PROFILE_RANK, key=PROFILE_RANK.get):
-            record = record or provenance_of(stem, other, folder)
-        state, files = freshness(record)
-        changed.update(f"{stem}: {f}" if f.startswith("(") else f for f in files)
-    return "current" if not changed else "stale: " + ", ".join(sorted(changed))
 
 
 RULES = """\
@@ -157,48 +143,6 @@ def rows_markdown(summary: pd.DataFrame, reports_dir=None) -> str:
 
 # --- helpers of the claims table (romae.runner.claims) ------------------------------------------------------
 
-def _fraction(scale_cell) -> str:
-    """'5 % of the paper's steps' from a row's scale: the smallest of ours / the paper's over its numeric
-    training fields (steps, epochs, data), '' when none is smaller."""
-    fields = _parse(scale_cell) if isinstance(scale_cell, str) else None
-    best = None
-    for k in ("steps", "epochs", "data"):
-        ours, paper = (fields or {}).get(k, (None, None))
-        if isinstance(ours, (int, float)) and isinstance(paper, (int, float)) and paper > 0 and ours < paper:
-            if best is None or ours / paper < best[0]:
-                best = (ours / paper, k)
-    return "" if best is None else f"{100 * best[0]:.2g} % of the paper's {best[1]}"
-
-
-def _pair(scale_cell, field: str) -> str:
-    ours, paper = (_parse(scale_cell) or {}).get(field, ("?", "?"))
-    return f"{ours} / {paper}"
-
-
-def planned_hours(plan_json: Path | None = None) -> dict[str, tuple[str, str]]:
-    """{notebook: (hours FP32, hours BF16)} of the paper profile on one H100, from the plan `make plan` writes
-    (reports/plan/paper_h100.json, `python -m romae.bench plan ... --out`); {} without it."""
-    import json
-
-    from ..compendium.plan import _hours
-
-    path = plan_json or ROOT / "reports" / "plan" / "paper_h100.json"
-    try:
-        totals = json.loads(path.read_text())["totals"]
-    except (OSError, ValueError, KeyError):
-        return {}
-    return {nb: (_hours(t.get("fp32")), _hours(t.get("bf16"))) for nb, t in totals.items() if nb != "all"}
-
-
-def _results(folder: Path) -> pd.DataFrame:
-    """The recorded rows of `folder`'s results.csv with the checks derived from them (`report.derived_rows`):
-    the raw scale facts behind the summary's rows."""
-    if not (folder / "results.csv").exists():
-        return pd.DataFrame(columns=["experiment", "setting", "metric", "profile", "scale"])
-    results = pd.read_csv(folder / "results.csv")
-    return pd.concat([results, derived_rows(results)], ignore_index=True) if len(results) else results
-
-
 def coverage(summary: pd.DataFrame, reports_dir=None) -> dict:
     """How much of the paper's result tables (1-7 and 9) our rows cover: RoMAE's own numeric cells (the paper's
     values in `paper_values.csv`), those with a row of ours, those from a run at the paper's own scale (and with
@@ -265,22 +209,3 @@ def claims_html_intro() -> str:
     text = re.sub(r"`([^`]*)`", r"<code>\1</code>", html.escape(RULES.strip()))
     text = re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", text)
     return "<p>" + re.sub(r"\*([^*]+)\*", r"<em>\1</em>", text) + "</p>"
-
-
-def notebook_of(experiment: str) -> list[str]:
-    """The notebooks (NN) that regenerate an experiment (artefacts.csv), [] when none names it."""
-    return next((a["notebook"] for a in artefacts() if experiment in a["experiments"]), [])
-
-
-def planned_total(plan_json: Path | None = None) -> tuple[str, str] | None:
-    """(hours FP32, hours BF16) of the whole paper profile on one H100 from the plan (`planned_hours`), or None."""
-    import json
-
-    from ..compendium.plan import _hours
-
-    path = plan_json or ROOT / "reports" / "plan" / "paper_h100.json"
-    try:
-        total = json.loads(path.read_text())["totals"]["all"]
-    except (OSError, ValueError, KeyError):
-        return None
-    return _hours(total.get("fp32")), _hours(total.get("bf16"))

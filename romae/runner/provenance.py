@@ -211,3 +211,20 @@ def _freshness_v1(provenance: dict, root: Path) -> tuple[str, list[str]]:
     changed = [f for f, h in files.items()
                if not (root / f).exists() or hashlib.sha256((root / f).read_bytes()).hexdigest() != h]
     return ("stale", sorted(changed)) if changed else ("current", [])
+
+
+def code_state(notebooks: list[str], profile: str, folder: Path) -> str:
+    """'current', or 'stale: <what changed its numbers since the run>' (`romae.runner.provenance.freshness`) for the runs of an artefact's notebooks: each notebook's
+    run in `profile`, or, for a notebook without one (Table 7: 15 ran at the paper's scale, 16 only in quick), its
+    best-ranked run, the one whose rows the front page shows for it."""
+    from ..compendium.report import PROFILE_RANK, provenance_of
+
+    stems = sorted({p.stem for nb in notebooks for p in (ROOT / "notebooks").glob(f"{nb}_*.ipynb")})
+    changed: set[str] = set()
+    for stem in stems:
+        record = provenance_of(stem, profile, folder)
+        for other in sorted(PROFILE_RANK, key=PROFILE_RANK.get):
+            record = record or provenance_of(stem, other, folder)
+        state, files = freshness(record)
+        changed.update(f"{stem}: {f}" if f.startswith("(") else f for f in files)
+    return "current" if not changed else "stale: " + ", ".join(sorted(changed))
