@@ -293,20 +293,21 @@ def test_rows_name_the_device_their_kept_trainings_ran_on(tmp_path, monkeypatch)
     twin.write_text(json.dumps(dict(json.loads(twin.read_text()), device="NVIDIA H200")))
     monkeypatch.setenv(trainings.ENV, str(tmp_path))
     assert trainings.load(name)[0]
-    assert trainings.devices() == [here, "NVIDIA H200"]
+    gpu = "NVIDIA H200 (torch 2.13.0+cpu, CUDA none)"  # another device: its stack from the twin (issue 43)
+    assert trainings.devices() == [here, gpu]
     column = report._device_column()
-    assert column.startswith(f"trained on {here}, NVIDIA H200; published on {here}; ")
-    from romae.runner.frontpage import _on_cpu_only
+    assert column.startswith(f"trained on {here}, {gpu}; published on {here}; ")
+    from romae.runner.claims import on_cpu
 
-    assert _on_cpu_only(f"{here}; torch") and not _on_cpu_only(column)
+    assert on_cpu(f"{here}; torch") and not on_cpu(column)
     intel = "cpu (Intel(R) Xeon(R) Processor, 2 threads)"  # a processor name with parentheses of its own
-    assert _on_cpu_only(f"{intel}; torch 2.13.0+cpu") and _on_cpu_only(f"trained on cpu (AMD EPYC, 2 threads), {intel}; "
-                                                                        f"published on {intel}; torch")
-    assert not _on_cpu_only(f"trained on NVIDIA H200, {intel}; published on {intel}; torch")
+    assert on_cpu(f"{intel}; torch 2.13.0+cpu") and on_cpu(f"trained on cpu (AMD EPYC, 2 threads), {intel}; "
+                                                          f"published on {intel}; torch")
+    assert not on_cpu(f"trained on NVIDIA H200, {intel}; published on {intel}; torch")
     monkeypatch.setattr(trainings, "_DEVICES", {})
-    assert trainings.load(name)[0] and report._device_column().startswith(f"trained on NVIDIA H200; published on {here}")
+    assert trainings.load(name)[0] and report._device_column().startswith(f"trained on {gpu}; published on {here}")
     kept("t", {"a": 1}, lambda: 1, cache_dir=tmp_path / "cache")  # a training that runs here
-    assert trainings.devices() == ["NVIDIA H200", here]
+    assert trainings.devices() == [gpu, here]
     monkeypatch.setattr(trainings, "_DEVICES", {})
     kept("t", {"a": 1}, lambda: 1 / 0, cache_dir=tmp_path / "cache")  # from this machine's cache
     assert trainings.devices() == [here]

@@ -67,10 +67,11 @@ def build_summary(reports_dir: str | Path | None = None) -> pd.DataFrame:
     summary = summary.drop(columns="_rank").reset_index(drop=True)
     folder.mkdir(parents=True, exist_ok=True)
     write_atomic(folder / "summary.csv", summary)
-    write_atomic(folder / "SUMMARY.md", _summary_markdown(summary, folder))
-    from . import frontpage
+    from . import claims, frontpage
 
-    write_atomic(folder / "ROWS.md", frontpage.rows_markdown(summary, folder))
+    view, details = claims.claims_view(folder)  # once for both pages
+    write_atomic(folder / "SUMMARY.md", frontpage.summary_markdown(summary, folder, view))
+    write_atomic(folder / "ROWS.md", frontpage.rows_markdown(summary, folder, details))
     return summary
 
 
@@ -80,10 +81,3 @@ def artefact_view(summary: pd.DataFrame, reports_dir: str | Path | None = None,
     from . import frontpage
 
     return frontpage.artefact_view(summary, reports_dir, runs)
-
-
-def _summary_markdown(summary: pd.DataFrame, reports_dir=None) -> str:
-    """SUMMARY.md's text: the headline, the claims table, the artefacts (`romae.runner.frontpage`)."""
-    from . import frontpage
-
-    return frontpage.summary_markdown(summary, reports_dir)
