@@ -91,3 +91,29 @@ def test_variant_pages_stay_small_and_apart(folder):
     assert f"| {state}" in line, f"the variant's code state is not {state!r}: {line}"
     index = (REPORTS / "index.html").read_text()
     assert f"variants/{folder.name}/{notebook}.html" in index and f"code {state}" in index
+
+
+@pytest.mark.skipif(not (REPORTS / "SUMMARY.md").exists(), reason="no committed SUMMARY.md in this copy")
+def test_the_front_page_reads_in_30_seconds():
+    """SUMMARY.md opens with its headline in words, then the claims; under 40 KB, every row on ROWS.md (issue 43)."""
+    text = (REPORTS / "SUMMARY.md").read_text()
+    assert len(text.encode()) < 40_000, f"SUMMARY.md is {len(text.encode()) / 1e3:.0f} KB"
+    head = text.split("\n## ", 1)[0]
+    assert all(f"**{w}.**" in head for w in ("Claims", "Coverage", "Cost")), head
+    assert text.index("## The paper's claims") < text.index("## Paper artefacts")
+    assert "## Every row" not in text and "## Every row" in (REPORTS / "ROWS.md").read_text()
+
+
+def test_published_paper_records_name_the_code_their_notebook_imports():
+    """A paper run's provenance record names every package module its notebook imports (read from source), so a
+    change to its experiment or the library stales it (records written while report.py's manifest listed only the
+    compendium's modules did not)."""
+    from romae.runner.provenance import family, notebook_modules
+
+    for path in sorted((REPORTS / "provenance").glob("*.json")):
+        prov = json.loads(path.read_text())
+        notebook = REPORTS.parent / "notebooks" / f"{path.stem}.ipynb"
+        if prov.get("format") != 2 or not notebook.exists():
+            continue
+        wanted = {family(m.removeprefix("romae/")) for m in notebook_modules(notebook)} - {None}
+        assert wanted <= set(prov["definitions"]), (path.stem, sorted(wanted - set(prov["definitions"])))
