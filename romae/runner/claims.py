@@ -32,7 +32,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..compendium.reference import _peer_rows, artefacts, paper_values
-from ..compendium.report import PROFILE_RANK, ROOT, derived_rows, reports_path
+from ..compendium.report import PROFILE_RANK, RESULT_COLUMNS, ROOT, derived_rows, reports_path
 from ..compendium.verdicts import _parse, qualifiers, scale as scale_fields
 from . import judge
 
@@ -104,20 +104,23 @@ def outcome(readings: list[str], mismatch: str = "") -> str:
 
 # --- our rows -------------------------------------------------------------------------------------------------
 
+def recorded(folder: Path) -> pd.DataFrame:
+    """`folder`'s results.csv with the checks derived from it (`report.derived_rows`), every column of
+    `RESULT_COLUMNS` present (a results.csv written before a column existed): the summary's rows and the claims'."""
+    rows = pd.read_csv(folder / "results.csv") if (folder / "results.csv").exists() else \
+        pd.DataFrame(columns=RESULT_COLUMNS)
+    derived = derived_rows(rows)
+    rows = pd.concat([rows, derived], ignore_index=True) if len(derived) else rows
+    for column in RESULT_COLUMNS:
+        if column not in rows:
+            rows[column] = None
+    return rows
+
+
 def results(folder: Path) -> pd.DataFrame:
-    """`folder`'s results.csv with the derived checks (`report.derived_rows`) and the GPU's Table 9 measurement
-    (`gpu_rows`), every row's columns present."""
-    parts = []
-    if (folder / "results.csv").exists():
-        raw = pd.read_csv(folder / "results.csv")
-        parts += [raw, derived_rows(raw)] if len(raw) else [raw]
-    parts.append(gpu_rows(folder))
-    out = pd.concat([p for p in parts if len(p)], ignore_index=True) if any(len(p) for p in parts) else pd.DataFrame()
-    for column in ("experiment", "setting", "metric", "ours", "ours_std", "n_seeds", "profile", "device", "note",
-                   "scale", "learned", "flags", "interval"):
-        if column not in out:
-            out[column] = None
-    return out
+    """`recorded` with the GPU's Table 9 measurement (`gpu_rows`) beside it."""
+    rows, gpu = recorded(folder), gpu_rows(folder)
+    return pd.concat([rows, gpu], ignore_index=True) if len(gpu) else rows
 
 
 GPU_PROFILE = "gpu-check"
@@ -131,17 +134,17 @@ def gpu_rows(folder: Path) -> pd.DataFrame:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
         return pd.DataFrame()
+    from ..experiments.compute import PAPER_GPU, PAPER_TIMING, paper_timed_steps
+
     settings = data.get("settings", {})
     device = str(settings.get("device", "a GPU"))
-    paper_device = next((p["source"].split("(")[1].split(")")[0] for p in paper_values()
-                         if p["experiment"] == "table9_compute" and "(" in p["source"]), None)
+    steps = int(settings.get("rounds", 0)) * int(settings.get("steps_per_round", 0))
+    fields = scale_fields(device=(device, PAPER_GPU), data=(int(settings.get("batch", 0)), PAPER_TIMING["batch"]),
+                          steps=(steps, paper_timed_steps()))  # as `compute.table9_scale` states a CPU row's
     rows = []
     for name, m in data.items():
         if name == "settings" or not isinstance(m, dict) or "relative_speed" not in m:
             continue
-        steps = int(settings.get("rounds", 0)) * int(settings.get("steps_per_round", 0))
-        fields = scale_fields(device=(device, paper_device), data=(int(settings.get("batch", 0)), 64),
-                              steps=(steps, 4710))
         rows.append(dict(experiment="table9_compute", setting=name, metric="relative_speed",
                          ours=float(m["relative_speed"]), ours_std=None, n_seeds=1, profile=GPU_PROFILE,
                          device=f"{device} (torch {settings.get('torch', '?')}); make gpu-check",
@@ -244,7 +247,7 @@ def verdict_text(claim: dict, found: list[dict], outcome_: str) -> str:
     return f"{outcome_} (of {len(found)} {unit}{'s' if len(found) != 1 else ''}: {parts})" if found else outcome_
 
 
-def _detail(cell: dict, judged_on: str) -> str:
+def _detail(cell: dict) -> str:
     """What a judged cell adds to its name: why it is not reproduced, our number against a paper number it
     differs from, its seeds note ('1 seed', 'on 4 of 5 seeds ...')."""
     status, r = cell["status"], cell["row"]
@@ -276,7 +279,7 @@ def evidence_text(claim: dict, found: list[dict], why: str, link: str) -> str:
     """The short evidence cell: who is for, against, not reproduced (and why), how many untested, and a link."""
     groups = []
     for word, r in (("for", "for"), ("against", "against"), ("not reproduced", "not reproduced")):
-        names = [name_of(c) + _detail(c, claim["judge"]) for c in found if c["reading"] == r]
+        names = [name_of(c) + _detail(c) for c in found if c["reading"] == r]
         if names:
             groups.append(f"{word}: " + "; ".join(names))
     device = [c for c in found if c["reading"] == "device"]
@@ -416,7 +419,7 @@ def claims_view(reports_dir=None, link: str = "ROWS.md") -> tuple[pd.DataFrame, 
     return pd.DataFrame(table, columns=CLAIM_COLUMNS), details
 
 
-def headline(view: pd.DataFrame, cov: dict, hours: dict | None) -> str:
+def headline(view: pd.DataFrame, cov: dict) -> str:
     """SUMMARY.md's first lines, in words: how the claims came out, the coverage, what the paper profile costs."""
     counts = pd.Series([v.split(" (")[0] for v in view.verdict]).value_counts()
     said = ", ".join(f"**{counts[o]} {o}**" for o in OUTCOMES if o in counts)

@@ -19,6 +19,7 @@ This module is the runner's: no kernel imports it, so its rules can change witho
 
 from __future__ import annotations
 
+import functools
 import math
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -47,10 +48,10 @@ def learned_now(row: dict) -> dict | None:
     ci = row_interval(row) if _seeds(row) >= 2 else None
     if ci is not None:
         ours = float(row["ours"])
-        if _close(model, ours):  # the error is the row's number (MSE, RMSE)
-            upper, how = max(model, ci["high"]), f"the upper end of its {100 * ci.get('level', LEVEL):g} % interval"
-        elif _close(model, 1 - ours):  # the error is one minus the row's number (accuracy)
-            upper, how = max(model, 1 - ci["low"]), f"the upper end of its {100 * ci.get('level', LEVEL):g} % interval"
+        # the error is the row's number (MSE, RMSE) or one minus it (accuracy); else its interval is not the error's
+        high = ci["high"] if _close(model, ours) else 1 - ci["low"] if _close(model, 1 - ours) else None
+        if high is not None:
+            upper, how = max(model, high), f"the upper end of its {100 * ci.get('level', LEVEL):g} % interval"
     return dict(info, ok=bool(upper <= LEARN_RATIO * trivial), factor=LEARN_RATIO, upper=upper, how=how)
 
 
@@ -72,15 +73,29 @@ def _seeds(row: dict) -> int:
         return 0
 
 
+def _table(path: Path) -> pd.DataFrame | None:
+    """A published table (CSV), or None when there is none: read once per version of the file (every row of a
+    summary asks for its experiment's per-seed table)."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return _read_table(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=64)
+def _read_table(path: str, mtime_ns: int, size: int) -> pd.DataFrame:
+    return pd.read_csv(path)
+
+
 # --- seeds -------------------------------------------------------------------------------------------------
 
 def seed_values(row: dict, tables: Path) -> pd.DataFrame | None:
     """The row's per-seed values (columns seed, value) from `tables/<experiment>_per_seed.csv` when that table has
     `setting`, `seed` and the row's metric as columns and `profile` matches (or is absent); else None."""
-    path = Path(tables) / f"{row['experiment']}_per_seed.csv"
-    if not path.exists():
+    table = _table(Path(tables) / f"{row['experiment']}_per_seed.csv")
+    if table is None:
         return None
-    table = pd.read_csv(path)
     if not {"setting", "seed", row["metric"]} <= set(table.columns):
         return None
     mine = table[table.setting == row["setting"]]
@@ -129,10 +144,9 @@ def floor_of(paper: dict, tables: Path) -> tuple[float, str] | None:
         table, pattern, column = spec.split("|")
     except ValueError:
         raise ValueError(f"paper_values.csv: floor {spec!r} must be 'table|row pattern|column'") from None
-    path = Path(tables) / f"{table}.csv"
-    if not path.exists():
+    frame = _table(Path(tables) / f"{table}.csv")
+    if frame is None:
         return None
-    frame = pd.read_csv(path)
     hit = frame[[fnmatchcase(str(v), pattern) for v in frame.iloc[:, 0]]]
     if hit.empty or column not in hit.columns:
         return None
@@ -149,8 +163,8 @@ def _below_floor(paper: dict, floor: float) -> bool:
 def judge(paper: dict, row: dict, tables: Path) -> str:
     """The verdict of a result row against its reference (a paper_values row, or a peer's number in that shape)
     for the summary and the claims: the gated comparison (`romae.compendium.verdicts.row_status`) of the row with
-    the learned check re-read (`learned_now`), judged on its converged seeds (`converged`), a reference below the
-    attainable floor named (`floor_of`), and one seed said."""
+    the learned check re-read (`learned_now`), judged on its converged seeds (`converged`, the failed ones named),
+    a reference below the attainable floor named (`floor_of`)."""
     row = dict(row)
     seeds_note = ""
     values = seed_values(row, tables)

@@ -255,15 +255,8 @@ tr.bad td{background:#f8e0e0}tr.not-run td{color:#888}tr.untested td{background:
 
 def _headline_html(summary: pd.DataFrame, reports: Path, view: pd.DataFrame) -> str:
     """SUMMARY.md's headline as a list (`romae.runner.claims.headline`) of the claims table `view`."""
-    import re
-
-    lines = claims.headline(view, frontpage.coverage(summary, reports), frontpage.planned_hours()).splitlines()
-    items = []
-    for line in lines:
-        text = html.escape(line.removeprefix("- "))
-        text = re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", re.sub(r"`([^`]*)`", r"<code>\1</code>", text))
-        items.append("<li>" + re.sub(r"\[([^\]]+)\]\(([^)]+)\)", r'<a href="\2">\1</a>', text) + "</li>")
-    return "<ul>" + "".join(items) + "</ul>"
+    lines = claims.headline(view, frontpage.coverage(summary, reports)).splitlines()
+    return "<ul>" + "".join(f"<li>{frontpage.inline_html(line.removeprefix('- '))}</li>" for line in lines) + "</ul>"
 
 
 def _page_profile(reports: Path, notebook: str) -> str:

@@ -128,19 +128,10 @@ def notebook_modules(notebook: Path, root: Path = PACKAGE) -> list[str]:
     (`romae.cache.module_closure`, read from source): what its kernel can have run, whatever its manifest caught
     (issue 43: a manifest written by `report._note_modules` after report.py moved to romae/compendium/ listed only
     the compendium's modules, so a run's record missed its experiment, data and library modules)."""
-    from ..cache import module_closure
+    from ..cache import _module_file, module_closure
 
     nb = json.loads(Path(notebook).read_text())
-    found: set[str] = set()
-
-    def add(dotted: str) -> None:
-        parts = dotted.split(".")[1:]
-        for rel in ("/".join(parts) + ".py", "/".join(parts + ["__init__.py"])):
-            if parts and (root / rel).is_file():
-                found.add(rel)
-        if not parts and (root / "__init__.py").is_file():
-            found.add("__init__.py")
-
+    dotted: set[str] = set()  # the package's modules named by an import, and for `from m import n` m and m.n
     for cell in nb.get("cells", []):
         if cell.get("cell_type") != "code":
             continue
@@ -149,14 +140,11 @@ def notebook_modules(notebook: Path, root: Path = PACKAGE) -> list[str]:
         except SyntaxError:
             continue
         for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "romae" and not node.level:
-                add(node.module)
-                for alias in node.names:
-                    add(f"{node.module}.{alias.name}")
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                dotted.update([node.module, *(f"{node.module}.{a.name}" for a in node.names)])
             elif isinstance(node, ast.Import):
-                for alias in node.names:
-                    if alias.name.split(".")[0] == "romae":
-                        add(alias.name)
+                dotted.update(a.name for a in node.names)
+    found = {f for f in (_module_file(name, root) for name in dotted) if f}  # None: not this package's
     return [f"romae/{rel}" for rel in module_closure(tuple(sorted(found)), root)]
 
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import pandas as pd
 
 from ..compendium.reference import paper_values
-from ..compendium.report import PROFILE_RANK, RESULT_COLUMNS, derived_rows, reports_path, write_atomic
+from ..compendium.report import PROFILE_RANK, reports_path, write_atomic
 from ..compendium.stats import rederive_verdicts
 from ..compendium.verdicts import _parse, comparison, flags_of, interval_text, qualifiers, reference_name, scale_text
-from . import judge
+from . import claims, judge
 
 # status: the verdict against the reference after the gates (`row_status`); measured: the bare comparison of
 # the two numbers (`comparison`), shown for readers, never a verdict
@@ -23,13 +23,7 @@ SUMMARY_COLUMNS = ["experiment", "setting", "metric", "reference", "paper", "our
 def build_summary(reports_dir: str | Path | None = None) -> pd.DataFrame:
     """Join our results with the paper's values -> reports/summary.csv and reports/SUMMARY.md."""
     folder = reports_path(reports_dir)
-    results = pd.read_csv(folder / "results.csv") if (folder / "results.csv").exists() else \
-        pd.DataFrame(columns=RESULT_COLUMNS)
-    derived = derived_rows(results)
-    results = pd.concat([results, derived], ignore_index=True) if len(derived) else results
-    for column in ("scale", "learned", "flags", "interval"):  # a results.csv written before these columns existed
-        if column not in results:
-            results[column] = None
+    results = claims.recorded(folder)
     paper = pd.DataFrame(paper_values())
     rows = []
 
@@ -67,11 +61,11 @@ def build_summary(reports_dir: str | Path | None = None) -> pd.DataFrame:
     summary = summary.drop(columns="_rank").reset_index(drop=True)
     folder.mkdir(parents=True, exist_ok=True)
     write_atomic(folder / "summary.csv", summary)
-    from . import claims, frontpage
+    from . import frontpage
 
     view, details = claims.claims_view(folder)  # once for both pages
     write_atomic(folder / "SUMMARY.md", frontpage.summary_markdown(summary, folder, view))
-    write_atomic(folder / "ROWS.md", frontpage.rows_markdown(summary, folder, details))
+    write_atomic(folder / "ROWS.md", frontpage.rows_markdown(summary, details))
     return summary
 
 
