@@ -231,7 +231,8 @@ def lock(out_dir: str | Path):
 
 
 # TrainConfig fields that change only what is shown, never the weights: a resumed run may change them.
-_DISPLAY_ONLY = ("progress", "log_every", "compile", "checkpoint_every")  # equal results (compile: up to rounding)
+_DISPLAY_ONLY = ("progress", "log_every", "compile", "checkpoint_every", "cuda_graphs")  # equal results (compile,
+#                                                                            cuda_graphs: up to rounding)
 _ABSENT = "(absent)"
 
 

@@ -353,6 +353,11 @@ class TrainConfig:
         compile: torch.compile the training steps (`romae.train.compile_model`); the first step compiles
             (its time is a history row); results equal up to float rounding; pays for fixed shapes
             (varying lengths recompile).
+        cuda_graphs: replay each training step from a CUDA graph (`romae.graphs`): one launch per step instead
+            of ~60 kernel launches per block, which is most of a step's time for RoMAE's narrow models on a GPU.
+            None (default) = on where it applies (one CUDA process, no micro_batch, no compile, AdamW), off on
+            the CPU; True = required (an error where it cannot apply); False = eager steps. Equal to eager steps
+            up to float rounding (the learning rate is read from a float32 tensor); not part of a result's key.
     """
 
     epochs: int = 10  # Table 17
@@ -382,6 +387,7 @@ class TrainConfig:
     compile: bool = False  # torch.compile the training steps (romae.train.compile_model); the first step
     #                        compiles (its time is a history row); results equal up to float rounding;
     #                        pays for fixed shapes (varying lengths recompile)
+    cuda_graphs: bool | None = None  # steps replayed from CUDA graphs (romae.graphs); None: on CUDA where it applies
 
     def __post_init__(self):
         me = "TrainConfig"
@@ -399,6 +405,8 @@ class TrainConfig:
                                       meaning=" (the largest gradient norm; None or inf: no clipping)")
         for name in ("bf16", "progress", "compile"):
             check_flag(me, name, getattr(self, name))
+        if self.cuda_graphs is not None:
+            check_flag(me, "cuda_graphs", self.cuda_graphs)
         self.seed = check_whole(me, "seed", self.seed, 0)
         if self.seed >= 2 ** 32:
             raise ValueError(f"{me}.seed must be below 2**32 (numpy's limit), got {self.seed}")

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import torch
 from accelerate.utils import gather_object
 
-from . import checkpoint, feeding, masking
+from . import checkpoint, feeding, graphs, masking
 from .config import TrainConfig
 
 
@@ -51,6 +51,7 @@ class Run:
     pending: list = field(default_factory=list)
     train_model: object = None
     compiling: bool = False
+    graphs: object = None  # romae.graphs.GraphedSteps when steps are replayed from CUDA graphs
     lengths: object = None
     feeder: object = None
     bar: object = None
@@ -90,8 +91,15 @@ def start(run: Run, held: contextlib.ExitStack, on_progress, compile_model) -> N
     held.enter_context(masking.deferred_checks())  # input checks on an accelerator: read with the losses
     run.train_model, run.compiling = (compile_model(run.model), True) if cfg.compile else (run.model, False)
     run.lengths = feeding.lengths(run.train_data) if cfg.length_buckets else None
-    run.feeder = feeding.Feeder(run.train_data, dev, feeding.feed_mode(run.train_data, dev))
+    # a transform runs on the host, where reading a batch (trim_padding's columns, a mask's count) costs no sync
+    run.feeder = feeding.Feeder(run.train_data, dev, feeding.feed_mode(run.train_data, dev,
+                                                                       transform=run.transform is not None))
     held.callback(run.feeder.close)
+    if graphs.wanted(cfg, dev, run.accelerator.num_processes, run.optimizer):
+        run.graphs = graphs.GraphedSteps(
+            lambda batch: _update(run.train_model, run.optimizer, batch, run.accelerator, run.params, cfg), dev)
+        graphs.capturable(run.optimizer, dev)  # the learning rate a device tensor the scheduler fills
+        held.callback(run.graphs.close)
     from tqdm import tqdm  # plain text bars: no ipywidgets needed in notebooks
 
     run.bar = tqdm(total=run.stop, initial=run.step, disable=not (cfg.progress and run.main), desc="train")
@@ -116,12 +124,18 @@ def train_one_epoch(run: Run, epoch: int) -> None:
         following = feeding.shard(perm, b + 1, cfg.batch_size, rank, n_proc) if b + 1 < min(
             spe, run.stop - epoch * spe) else None
         batch = run.feeder.get(idx, following)
-        batch = feeding.to_device(batch if run.transform is None else run.transform(batch), run.dev)
-        lr = run.optimizer.param_groups[0]["lr"]  # the rate this step uses
+        lr = host_lr(run.optimizer, run.scheduler)  # the rate this step uses
         t_step = time.perf_counter()
         with _naming_samples(run.train_data, idx, "the training data"):
-            loss, grad_norm = _train_step(run.train_model, run.optimizer, run.scheduler, batch, run.accelerator,
-                                          run.params, cfg, run.step, check=not run.deferred, inner=run.inner)
+            if run.transform is not None:
+                batch = run.transform(batch)
+            # a given mask is checked here, on the host, once: the model then takes its count from there
+            hidden = run.feeder.hidden_count(batch, idx) if run.deferred else None
+            batch = feeding.to_device(batch, run.dev)
+            with masking.checked_masks(hidden) if hidden is not None else contextlib.nullcontext():
+                loss, grad_norm = _train_step(run.train_model, run.optimizer, run.scheduler, batch, run.accelerator,
+                                              run.params, cfg, run.step, check=not run.deferred, inner=run.inner,
+                                              graphs=run.graphs)
         run.step += 1
         after_step(run, epoch, loss, grad_norm, lr, t_step)
         if run.step >= run.stop:
@@ -160,14 +174,15 @@ def after_step(run: Run, epoch: int, loss, grad_norm, lr: float, t_step: float) 
 
 
 def _log_window(run: Run, ep: float, lr: float) -> None:
-    """The history row of the steps since the last: their mean loss (over processes) and gradient norm."""
-    _check_losses(run.pending)
+    """The history row of the steps since the last: their mean loss (over processes) and gradient norm. The
+    input checks, the losses and the window's sums are read back together (one host sync per row)."""
     w = run.window
-    n, mean_loss = w["n"], float(w["loss"]) / w["n"]
+    loss_sum, norm_sum = _check_losses(run.pending, (w["loss"], w["grad_norm"]))
+    n, mean_loss = w["n"], loss_sum / w["n"]
     if run.accelerator.num_processes > 1:  # the global batch's loss, not only this process's share of it
         mean_loss = run.accelerator.reduce(torch.tensor(mean_loss, device=run.dev), "mean").item()
     run.log({"step": run.step, "epoch": ep, "lr": lr, "loss": mean_loss,
-             "grad_norm": float(w["grad_norm"]) / n, "seconds": time.perf_counter() - run.t0})
+             "grad_norm": norm_sum / n, "seconds": time.perf_counter() - run.t0})
     run.bar.set_postfix(loss=f"{mean_loss:.4g}", lr=f"{lr:.3g}")
     run.window = {"loss": 0.0, "grad_norm": 0.0, "n": 0}
 
@@ -175,7 +190,8 @@ def _log_window(run: Run, ep: float, lr: float) -> None:
 def _save(run: Run, epoch: int) -> None:
     """A checkpoint at `run.step`: weights, optimiser, scheduler, RNG states, history, running sums."""
     _check_losses(run.pending)
-    train_state = {"optimizer": run.optimizer.state_dict(), "scheduler": run.scheduler.state_dict(),
+    train_state = {"optimizer": graphs.portable(run.optimizer.state_dict()),
+                   "scheduler": graphs.portable(run.scheduler.state_dict()),
                    "step": run.step, "epoch": epoch, "steps_per_epoch": run.steps_per_epoch,
                    "seconds": time.perf_counter() - run.t0, "data": run.fingerprint, "history": list(run.history)}
     w = run.window
@@ -187,8 +203,12 @@ def _save(run: Run, epoch: int) -> None:
 
 
 def finish(run: Run) -> None:
-    """The last checks and lines of a run that trained."""
+    """The last checks and lines of a run that trained (with CUDA graphs: a history row saying how many steps
+    were replayed from how many graphs, and how many ran eagerly)."""
     _check_losses(run.pending)
+    if run.graphs is not None and run.main:
+        run.log({"step": run.step, "event": "cuda_graphs", "graphs": len(run.graphs.graphs),
+                 "replayed_steps": run.graphs.replays, "eager_steps": run.graphs.eager})
     run.bar.close()
     if run.tell is not None:
         run.tell("end", run.step, run.stop)
@@ -201,7 +221,7 @@ def _nonfinite(value: float, step: int) -> RuntimeError:
 
 
 def _train_step(model, optimizer, scheduler, batch: dict, accelerator, params: list, cfg: TrainConfig,
-                step: int, check: bool = True, inner=None) -> tuple[float | torch.Tensor, torch.Tensor]:
+                step: int, check: bool = True, inner=None, graphs=None) -> tuple[float | torch.Tensor, torch.Tensor]:
     """One optimiser step on `batch`; returns (loss, gradient norm before clipping: scalar tensor).
 
     `check`: read the loss back and refuse a non-finite one before the update (a NaN step would poison
@@ -209,22 +229,49 @@ def _train_step(model, optimizer, scheduler, batch: dict, accelerator, params: l
     `_check_losses`, which runs before anything is logged or saved.
 
     With a micro-batch (cfg.micro_batch) or several processes, see `_accumulate`; else one forward and
-    backward of the batch's loss, as it always was."""
-    optimizer.zero_grad(set_to_none=True)
-    n_proc = accelerator.num_processes
-    if cfg.micro_batch is None and n_proc == 1:
-        _, loss = model(**batch)
-        value = _checked(loss, step, check)
-        accelerator.backward(loss)
+    backward of the batch's loss, as it always was (`_update`), replayed from a CUDA graph with `graphs`
+    (romae.graphs.GraphedSteps). The scheduler steps on the host, after the update."""
+    if graphs is not None:
+        value, grad_norm = graphs(batch)
+    elif cfg.micro_batch is None and accelerator.num_processes == 1:
+        value, grad_norm = _update(model, optimizer, batch, accelerator, params, cfg, step, check)
     else:
+        optimizer.zero_grad(set_to_none=True)
         value = _accumulate(model, inner if inner is not None else model, batch, accelerator, params, cfg, step, check)
-    if cfg.grad_clip:
-        grad_norm = accelerator.clip_grad_norm_(params, cfg.grad_clip)
-    else:  # the same norm, without the (no-op) rescaling
-        grad_norm = torch.nn.utils.get_total_norm([p.grad for p in params if p.grad is not None])
-    optimizer.step()
+        grad_norm = _clip(accelerator, params, cfg)
+        optimizer.step()
     scheduler.step()
     return value, grad_norm.detach().float()
+
+
+def _update(model, optimizer, batch: dict, accelerator, params: list, cfg: TrainConfig, step: int = 0,
+            check: bool = False) -> tuple[float | torch.Tensor, torch.Tensor]:
+    """One forward and backward of the batch's loss and the optimiser's update: what a CUDA graph captures (with
+    check=False, nothing is read back) -> (loss, gradient norm before clipping)."""
+    optimizer.zero_grad(set_to_none=True)
+    _, loss = model(**batch)
+    value = _checked(loss, step, check)
+    accelerator.backward(loss)
+    grad_norm = _clip(accelerator, params, cfg)
+    optimizer.step()
+    return value, grad_norm.detach().float()
+
+
+def _clip(accelerator, params: list, cfg: TrainConfig) -> torch.Tensor:
+    """The gradients' total norm before clipping, clipped to cfg.grad_clip when set."""
+    if cfg.grad_clip:
+        return accelerator.clip_grad_norm_(params, cfg.grad_clip)
+    return torch.nn.utils.get_total_norm([p.grad for p in params if p.grad is not None])  # no (no-op) rescaling
+
+
+def host_lr(optimizer, scheduler) -> float:
+    """The learning rate of the next step, as a number: the parameter group's, or, where it is a device tensor
+    (CUDA graphs), the scheduler's own value for it (its base rate times its factor: the same float it filled
+    the tensor with), so reading it never waits for the device."""
+    lr = optimizer.param_groups[0]["lr"]
+    if not torch.is_tensor(lr):
+        return lr
+    return scheduler.base_lrs[0] * scheduler.lr_lambdas[0](scheduler.last_epoch)
 
 
 def _checked(loss: torch.Tensor, step: int, check: bool) -> float | torch.Tensor:
@@ -272,16 +319,17 @@ def _accumulate(model, inner, batch: dict, accelerator, params: list, cfg: Train
     return value.item() if check else value
 
 
-def _check_losses(pending: list[tuple[int, torch.Tensor]]) -> None:
+def _check_losses(pending: list[tuple[int, torch.Tensor]], extra=()) -> list[float]:
     """Raise for the first input check that failed since the last call (masking.flush_checks), then for the
-    first non-finite loss among the unchecked (step, loss) pairs; one device sync each."""
-    masking.flush_checks()
-    if pending:
-        values = torch.stack([loss for _, loss in pending]).tolist()
-        bad = next(((s, v) for (s, _), v in zip(pending, values) if not math.isfinite(v)), None)
-        pending.clear()
-        if bad is not None:
-            raise _nonfinite(bad[1], bad[0])
+    first non-finite loss among the unchecked (step, loss) pairs; else return the values of `extra` (scalar
+    tensors or numbers). Checks, losses and `extra` are read back together: one device sync."""
+    values = masking.flush_checks([loss for _, loss in pending] + list(extra))
+    losses, rest = values[:len(pending)], values[len(pending):]
+    bad = next(((s, v) for (s, _), v in zip(pending, losses) if not math.isfinite(v)), None)
+    pending.clear()
+    if bad is not None:
+        raise _nonfinite(bad[1], bad[0])
+    return rest
 
 
 @contextlib.contextmanager

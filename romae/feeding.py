@@ -90,13 +90,14 @@ RESIDENT_SHARE = 0.05  # an ArrayDataset taking at most this share of the accele
 #                        free) moves there: within the headroom romae.compendium.plan leaves above its planned peak
 
 
-def feed_mode(data, dev: torch.device) -> str:
+def feed_mode(data, dev: torch.device, transform: bool = False) -> str:
     """How training batches reach `dev`: "host" (the CPU trains: batches as they are), "resident" (an
     ArrayDataset within RESIDENT_SHARE of the device's memory is moved there once and batched there) or "prefetch" (the next batch
-    is gathered by a thread, into pinned memory, while this one trains)."""
+    is gathered by a thread, into pinned memory, while this one trains). With a `transform`, never resident: the
+    transform runs on the host batch, where what it reads (trim_padding's columns, counts) costs no device sync."""
     if dev.type == "cpu":
         return "host"
-    if isinstance(data, ArrayDataset) and dev.type == "cuda":
+    if isinstance(data, ArrayDataset) and dev.type == "cuda" and not transform:
         size = sum(t.numel() * t.element_size() for t in data.tensors.values())
         free, total = torch.cuda.mem_get_info(dev)
         if size <= RESIDENT_SHARE * min(free, total):
@@ -122,9 +123,24 @@ class Feeder:
         self.data = ArrayDataset(**{k: v.to(dev) for k, v in data.tensors.items()}) if mode == "resident" else data
         self.pool = ThreadPoolExecutor(1, thread_name_prefix="romae-prefetch") if mode == "prefetch" else None
         self.split = mode != "resident" and two_part(data)
+        # a resident dataset's given masks: each sample's hidden and visible real counts, read once on the host
+        self.counts = _mask_counts(data.tensors) if mode == "resident" else None
+
+    def hidden_count(self, batch: dict, idx: torch.Tensor) -> int | None:
+        """The hidden count of the batch's given mask, checked on the host (`romae.masking.check_mask`): from the
+        host batch, or from the counts of a resident dataset read once; None without a mask."""
+        from .masking import check_counts, host_hidden_count
+
+        if batch.get("mask") is None:
+            return None
+        if self.counts is not None:
+            counts, seen, n = self.counts
+            return check_counts(counts[idx], n, None if seen is None else seen[idx])
+        return host_hidden_count(batch)
 
     def _gather(self, idx: torch.Tensor) -> dict:
-        if self.mode == "resident":
+        if self.mode == "resident":  # pinned: a copy from pageable memory would wait for the device
+            idx = idx.pin_memory() if self.dev.type == "cuda" else idx
             return fetch(self.data, idx.to(self.dev, non_blocking=True))
         batch = self.data.raw(idx) if self.split else fetch(self.data, idx)
         if self.mode == "prefetch" and self.dev.type == "cuda":  # pinned: the copy to the GPU is asynchronous
@@ -144,8 +160,22 @@ class Feeder:
             self.pool.shutdown(wait=True, cancel_futures=True)
 
 
+def _mask_counts(tensors: dict):
+    """(hidden count [n], visible real tokens [n] or None, tokens per sample) of an ArrayDataset's bool mask [n, N]
+    on the host; None without one."""
+    mask, pad = tensors.get("mask"), tensors.get("pad_mask")
+    if mask is None or mask.dtype != torch.bool or mask.dim() != 2 or mask.device.type != "cpu":
+        return None
+    seen = None if pad is None or pad.shape != mask.shape else (~mask & ~pad).sum(1)
+    return mask.sum(1), seen, mask.shape[1]
+
+
 def to_device(batch: dict, device) -> dict:
-    return {k: v.to(device, non_blocking=True) if torch.is_tensor(v) else v for k, v in batch.items()}
+    """The batch's tensors on `device`, copied asynchronously: host tensors bound for a GPU are pinned first (a
+    copy from pageable memory waits for the device)."""
+    pin = torch.device(device).type == "cuda"
+    return {k: (v.pin_memory() if pin and v.device.type == "cpu" and not v.is_pinned() else v).to(
+        device, non_blocking=True) if torch.is_tensor(v) else v for k, v in batch.items()}
 
 
 FINGERPRINT_CHUNK = 4096  # samples fetched at a time by data_fingerprint (a dataset without a `content_hash`)

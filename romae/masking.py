@@ -83,22 +83,89 @@ def _error(message, detail, error):
     return error() if error is not None else ValueError(message + detail())
 
 
-def flush_checks() -> None:
-    """Read the checks collected by `deferred_checks` (one host sync) and raise the first that failed; none
-    is kept afterwards."""
+def flush_checks(extra=()) -> list[float]:
+    """Read the checks collected by `deferred_checks` and those of replayed CUDA graphs (`GraphChecks`), together
+    with `extra` (scalar tensors or numbers the caller wants on the host too, e.g. the losses since the last history
+    row), in one host sync; raise the first check that failed, else return `extra`'s values. No check is kept
+    afterwards."""
     pending = getattr(_STATE, "pending", None)
-    if not pending:
-        return
-    entries = list(pending)
-    pending.clear()
-    try:
-        oks = torch.stack([e[0] for e in entries]).tolist()
-    except RuntimeError:  # checks on several devices
-        oks = [bool(e[0]) for e in entries]
+    entries = list(pending or ())
+    if pending:
+        pending.clear()
+    graphs = [g for g in getattr(_STATE, "graphs", None) or () if g.oks is not None]
+    parts = [e[0] for e in entries] + [g.oks for g in graphs] + list(extra)
+    if not parts:
+        return []
+    read = _read_together(parts)
+    oks, at = read[:len(entries)], len(entries)
     for ok, (_, message, detail, error, namer) in zip(oks, entries):
         if not ok:
             err = _error(message, detail, error)
             raise (namer(err) if namer is not None and isinstance(err, BadSample) else err) from None
+    for g in graphs:
+        found = read[at:at + g.oks.numel()]
+        at += g.oks.numel()
+        g.reset()
+        if not all(found):
+            raise ValueError(g.messages[[bool(f) for f in found].index(False)]
+                             + " (in a training step replayed from a CUDA graph since the last history row; "
+                             "TrainConfig(cuda_graphs=False) names the sample)") from None
+    return read[at:]
+
+
+def _read_together(parts: list) -> list[float]:
+    """Scalar tensors (any dtype, one device) and numbers -> their values, in one device -> host read."""
+    tensors = [p for p in parts if torch.is_tensor(p)]
+    if not tensors:
+        return [float(p) for p in parts]
+    flat = [p.detach().reshape(-1).to(torch.float32) if torch.is_tensor(p) else None for p in parts]
+    try:
+        stacked = torch.cat([f for f in flat if f is not None]).tolist()
+    except RuntimeError:  # tensors on several devices
+        stacked = [v for f in flat if f is not None for v in f.tolist()]
+    out, it = [], iter(stacked)
+    for p, f in zip(parts, flat):
+        if f is None:
+            out.append(float(p))
+        else:
+            out.extend(next(it) for _ in range(f.numel()))
+    return out
+
+
+class GraphChecks:
+    """The deferred input checks of a captured CUDA graph: captured once, their results rewritten by every replay.
+    `after_replay` folds them into one accumulated tensor (a failure is kept until the next flush); `flush_checks`
+    reads it with the rest and names the first check that failed (the sample cannot be named: the graph's buffers
+    hold the latest batch)."""
+
+    def __init__(self, entries: list):
+        self.statics = [e[0] for e in entries]  # rewritten by each replay
+        self.messages = [e[1] for e in entries]
+        self.oks = torch.ones(len(entries), dtype=torch.bool, device=entries[0][0].device) if entries else None
+        if self.oks is not None:
+            _STATE.graphs = (getattr(_STATE, "graphs", None) or []) + [self]
+
+    def after_replay(self) -> None:
+        if self.oks is not None:
+            self.oks.logical_and_(torch.stack(self.statics))
+
+    def reset(self) -> None:
+        self.oks.fill_(True)
+
+    def close(self) -> None:
+        graphs = getattr(_STATE, "graphs", None) or []
+        _STATE.graphs = [g for g in graphs if g is not self]
+
+
+def take_checks() -> list:
+    """Remove and return the checks collected since `deferred_checks` opened or the last flush (what a CUDA graph's
+    capture collected: the graph keeps them as `GraphChecks`)."""
+    pending = getattr(_STATE, "pending", None)
+    if not pending:
+        return []
+    entries = list(pending)
+    pending.clear()
+    return entries
 
 
 def _require(ok: Tensor, message, detail=lambda: "", error=None) -> None:
@@ -165,13 +232,48 @@ def random_mask(B: int, N: int, mask_ratio: float, pad_mask: Tensor | None = Non
     return hide_real | hide_pad
 
 
+@contextlib.contextmanager
+def checked_masks(hidden: int):
+    """Within it, the given masks the model meets were checked already, on the host, and hide `hidden` tokens per
+    sample: `check_mask` returns that count without reading the mask back from the device (a sync per forward).
+    `fit` opens it around a training step whose batch's mask it checked on the host (`host_hidden_count`)."""
+    outer = getattr(_STATE, "hidden", None)
+    _STATE.hidden = int(hidden)
+    try:
+        yield
+    finally:
+        _STATE.hidden = outer
+
+
+def host_hidden_count(batch: dict) -> int | None:
+    """The hidden count of a batch's given mask, checked in full (`check_mask`) while the batch is still on the
+    host (reading it costs nothing there); None when the batch has no mask or lies on an accelerator already."""
+    mask = batch.get("mask")
+    if mask is None or not torch.is_tensor(mask) or mask.device.type != "cpu" or mask.dim() != 2:
+        return None
+    values = batch.get("values")
+    N = mask.shape[1] if values is None or values.dim() < 2 else values.shape[1]
+    return check_mask(mask, mask.shape[0], N, batch.get("pad_mask"))
+
+
 def check_mask(mask: Tensor, B: int, N: int, pad_mask: Tensor | None = None) -> int:
     """Validate a hidden-token mask [B, N] (with the batch's pad_mask: every sample keeps a real token
-    visible); return the (common) number of hidden tokens per sample."""
+    visible); return the (common) number of hidden tokens per sample. Within `checked_masks` (the mask was
+    checked on the host) only its dtype and shape are, and the count is the one given there."""
     if mask.dtype != torch.bool or tuple(mask.shape) != (B, N):
         raise ValueError(f"mask must be a bool tensor of shape [{B}, {N}], got {mask.dtype} "
                          f"{tuple(mask.shape)}")
+    known = getattr(_STATE, "hidden", None)
+    if known is not None and _async_checks(mask.device):
+        return known
     counts = mask.sum(dim=1)
+    # a sample whose real tokens are all hidden has nothing to reconstruct them from
+    seen = None if pad_mask is None else (~mask & ~pad_mask).sum(dim=1)
+    return check_counts(counts, N, seen)
+
+
+def check_counts(counts: Tensor, N: int, seen: Tensor | None = None) -> int:
+    """`check_mask` from each sample's hidden count [B] and, with padding, its visible real tokens [B]."""
     if (counts != counts[0]).any():
         raise ValueError(
             f"every sample must hide the same number of tokens; got counts {counts.tolist()[:16]}")
@@ -181,11 +283,9 @@ def check_mask(mask: Tensor, B: int, N: int, pad_mask: Tensor | None = None) -> 
                          "token to reconstruct")
     if n_hidden == N:
         raise ValueError("the mask hides every token: at least one must stay visible")
-    if pad_mask is not None:  # a sample whose real tokens are all hidden has nothing to reconstruct them from
-        seen = (~mask & ~pad_mask).sum(dim=1)
-        if (seen == 0).any():
-            raise BadSample("the mask hides every real (non-padded) token of ", int((seen == 0).nonzero()[0, 0]),
-                            ": at least one must stay visible")
+    if seen is not None and (seen == 0).any():
+        raise BadSample("the mask hides every real (non-padded) token of ", int((seen == 0).nonzero()[0, 0]),
+                        ": at least one must stay visible")
     return n_hidden
 
 
@@ -239,20 +339,38 @@ def pad_observed(values: Tensor, positions: Tensor, observed: Tensor, n_min: int
                 pad_mask=torch.cat((torch.zeros_like(observed), torch.ones_like(extra, dtype=torch.bool)), 1))
 
 
-def trim_padding(batch: dict) -> dict:
+def bucket_lengths(N: int, first: int = 64) -> tuple[int, ...]:
+    """Lengths `trim_padding(lengths=)` rounds a batch up to, so that a run meets few batch shapes (CUDA graphs
+    capture one graph per shape, `romae.graphs`): first, 2 x first, 4 x first, ... below N, then N."""
+    if N < 1 or first < 1:
+        raise ValueError(f"bucket_lengths needs N >= 1 and first >= 1, got N={N}, first={first}")
+    out, n = [], first
+    while n < N:
+        out.append(n)
+        n *= 2
+    return tuple(out) + (N,)
+
+
+def trim_padding(batch: dict, lengths: tuple[int, ...] | None = None) -> dict:
     """Drop the token columns that are padding in every sample of a batch (a `fit` transform).
 
     Long-table datasets are padded to their longest sample; a batch of shorter ones need not carry the
     rest. Per-token entries (values [B, N, C], positions [B, A, N], pad_mask, mask [B, N]) are cut to
     the last column holding a real token; nothing else changes, so the model's outputs for real tokens
-    are the same (a random mask drawn afterwards differs: it is drawn over fewer columns).
+    are the same (a random mask drawn afterwards differs: it is drawn over fewer columns). `lengths` (e.g.
+    `bucket_lengths(N)`): cut to the smallest of them that keeps every real token instead, so batches take few
+    shapes; the columns kept beyond the last real one are padding, which attention and the loss ignore, but a
+    random mask is then drawn over them too (which columns, not how many real tokens each sample hides in
+    expectation, changes), so results differ from the exact cut's.
     """
     pad = batch.get("pad_mask")
     if pad is None:
         return batch
     real = (~pad).any(0)
     n = int(real.nonzero().max()) + 1 if real.any() else pad.shape[1]
-    if n == pad.shape[1]:
+    if lengths:
+        n = min((m for m in lengths if m >= n), default=pad.shape[1])
+    if n >= pad.shape[1]:
         return batch
     out = dict(batch)
     for key in ("values", "pad_mask", "mask"):

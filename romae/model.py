@@ -28,6 +28,7 @@ from .config import EncoderConfig, RoMAEConfig
 from . import masking
 from .masking import _require, check_mask, gather_positions, gather_tokens, hidden_count, random_mask, split_indices
 from .rope import RoPE, check_positions, rotate_qk_, sincos_1d, sincos_nd
+from .kernels import ACCELERATOR, RMSNorm, _RMSNorm, attend  # noqa: F401 (_RMSNorm: imported from here before)
 
 
 def _reject_unknown(model: nn.Module, unknown: dict, accepted: tuple[str, ...]) -> None:
@@ -77,41 +78,6 @@ def _finite_labels(labels: Tensor) -> None:
 
 # ----------------------------------------------------------------------------- building blocks
 
-class _RMSNorm(torch.autograd.Function):
-    """float32 RMSNorm with a hand-derived backward: F.rms_norm is composite on the CPU, so autograd
-    records and replays its five element-wise ops; this saves x / rms and 1 / rms and does
-    dx = (gw - xn * mean(gw * xn)) / rms, gw = dy * w, dw = sum(dy * xn) (~1.3 % of a Table 9 step)."""
-
-    @staticmethod
-    def forward(ctx, x, weight, eps):
-        rstd = torch.rsqrt(x.pow(2).mean(-1, keepdim=True).add_(eps))
-        xn = x * rstd
-        ctx.save_for_backward(xn, rstd, weight)
-        return xn * weight
-
-    @staticmethod
-    def backward(ctx, grad):
-        xn, rstd, weight = ctx.saved_tensors
-        gw = grad * weight
-        dx = (gw - xn * (gw * xn).mean(-1, keepdim=True)).mul_(rstd)
-        return dx, (grad * xn).sum(tuple(range(grad.dim() - 1))), None
-
-
-class RMSNorm(nn.Module):
-    """RMSNorm (App. A.2, eq. 3): x / sqrt(eps + mean(x^2)) * g; no centring, no bias."""
-
-    def __init__(self, dim: int, eps: float = 1e-12):
-        super().__init__()
-        self.eps = eps
-        self.weight = nn.Parameter(torch.ones(dim))
-
-    def forward(self, x: Tensor) -> Tensor:
-        if (x.dtype == self.weight.dtype == torch.float32 and not torch.is_autocast_enabled(x.device.type)
-                and not torch.compiler.is_compiling()):  # compiled: Inductor fuses F.rms_norm itself
-            return _RMSNorm.apply(x, self.weight, self.eps)
-        return F.rms_norm(x, (x.shape[-1],), self.weight, self.eps)
-
-
 class DropPath(nn.Module):
     """Stochastic depth: zero a sample's residual branch with probability `rate`, rescale the rest."""
 
@@ -150,8 +116,8 @@ class Attention(nn.Module):
         q, k = qk.view(B, N, 2, H, D // H).permute(2, 0, 3, 1, 4).unbind(0)  # each [B, H, N, head_dim]
         v = self.v(x).view(B, N, H, D // H).transpose(1, 2)
         # no padding -> attn_mask None, so PyTorch may pick its fused (flash / memory-efficient) kernels
-        out = F.scaled_dot_product_attention(
-            q, k, v, attn_mask=attn_mask, dropout_p=self.dropout if self.training else 0.0)
+        out = attend(q, k, v, attn_mask, self.dropout if self.training else 0.0,
+                     pad_heads=x.device.type != "cpu" and ACCELERATOR["pad_heads"])
         return self.proj(out.transpose(1, 2).reshape(B, N, D))
 
 
@@ -426,14 +392,14 @@ class RoMAEForPreTraining(RoMAETrunk):
             var = centred.pow(2).sum(-1, keepdim=True) / (target.shape[-1] - 1)
             target = centred / (var + 1e-6).sqrt()
         if pad_mask is None:  # every token counts: one fused kernel forward and backward
-            self.loss_count = _wide(pred).new_tensor(pred.shape[0] * pred.shape[1])
+            self.loss_count = _wide(pred).new_full((), pred.shape[0] * pred.shape[1])  # a fill: no host copy
             return F.mse_loss(_wide(pred), _wide(target))
         err = (_wide(pred) - _wide(target)).pow(2).mean(dim=-1)  # [B, N_hid]
         real = ~pad_mask.gather(1, hidden_idx)
         count = real.sum().to(err.dtype)
         _require(count > 0, "the mask hides no real (non-padded) token of the batch: the loss would be 0 and the "
                  "step would only decay the weights; hide at least one real token (mask & ~pad_mask)")
-        self.loss_count = err.new_tensor(err.numel()) if self.cfg.loss_counts_padding else count
+        self.loss_count = err.new_full((), err.numel()) if self.cfg.loss_counts_padding else count
         return (err * real).sum() / (err.numel() if self.cfg.loss_counts_padding else count.clamp(min=1))
 
     ACCEPTS = ("values", "positions", "mask", "pad_mask", "labels")
@@ -506,7 +472,7 @@ class RoMAEForPrediction(RoMAETrunk):
             logits = _wide(out.reshape(-1, out.shape[-1]))
             if labels.is_floating_point() and labels.shape == out.shape:  # class probabilities
                 _finite_labels(labels)
-                self.loss_count = logits.new_tensor(logits.shape[0])
+                self.loss_count = logits.new_full((), logits.shape[0])
                 return F.cross_entropy(logits, labels.reshape(logits.shape).to(logits.dtype),
                                        label_smoothing=self.cfg.label_smoothing)
             if labels.is_floating_point() or labels.is_complex():
@@ -524,7 +490,7 @@ class RoMAEForPrediction(RoMAETrunk):
             _require(~bad.any(), f"class labels must lie in [0, n_outputs={self.cfg.n_outputs})",
                      lambda: f", found {found.item()}")
             target = target.masked_fill(bad, -100)  # a deferred check failed: no out-of-range class in the kernel
-            weight = None if self.cfg.class_weights is None else logits.new_tensor(self.cfg.class_weights)
+            weight = None if self.cfg.class_weights is None else self._class_weights(logits)
             counted = (target != -100).to(logits.dtype)  # what cross-entropy's mean divides by: its weights of real targets
             self.loss_count = counted.sum() if weight is None else (weight[target.clamp(min=0)] * counted).sum()
             return F.cross_entropy(logits, target, weight=weight, label_smoothing=self.cfg.label_smoothing)
@@ -539,8 +505,16 @@ class RoMAEForPrediction(RoMAETrunk):
             real = (~pad_mask).unsqueeze(-1).to(err.dtype)
             self.loss_count = real.sum() * err.shape[-1]
             return (err * real).sum() / self.loss_count
-        self.loss_count = err.new_tensor(err.numel())
+        self.loss_count = err.new_full((), err.numel())
         return err.mean()
+
+    def _class_weights(self, like: Tensor) -> Tensor:
+        """cfg.class_weights as a tensor on like's device and dtype, copied there once (not every step: a copy
+        from host memory waits for the device)."""
+        held = getattr(self, "_weights_held", None)
+        if held is None or held.device != like.device or held.dtype != like.dtype:
+            held = self._weights_held = torch.tensor(self.cfg.class_weights, dtype=like.dtype).to(like.device)
+        return held
 
     @classmethod
     def from_pretrained(cls, pretrained: "nn.Module | str | Path", *, n_outputs: int, embedding: bool = False,

@@ -104,7 +104,7 @@ def test_fused_attention_with_padding_ignores_padded_tokens():
 @pytest.mark.parametrize("mode", ["resident", "prefetch"])
 def test_feeding_modes_on_cuda(mode, monkeypatch):
     ref = fit(model("finetune"), tokens(), cfg(), device="cuda").model.state_dict()
-    monkeypatch.setattr(feeding, "feed_mode", lambda data, dev: mode)
+    monkeypatch.setattr(feeding, "feed_mode", lambda data, dev, **kw: mode)
     got = fit(model("finetune"), tokens(), cfg(), device="cuda").model.state_dict()
     for k in ref:
         torch.testing.assert_close(ref[k], got[k], rtol=1e-5, atol=1e-6, msg=k)
@@ -112,3 +112,56 @@ def test_feeding_modes_on_cuda(mode, monkeypatch):
 
 def test_small_dataset_is_resident_on_the_gpu():
     assert feeding.feed_mode(tokens(), torch.device("cuda")) == "resident"
+
+
+@pytest.mark.parametrize("bf16", [False, True])
+def test_cuda_graphs_train_as_eager_steps(bf16):
+    # issue 44: the steps replayed from CUDA graphs (the default on CUDA) against eager ones from the same seed;
+    # 66 samples in batches of 16: a short last batch of 2, a second signature that runs eagerly
+    data = tokens(n=66)
+    runs = {}
+    for on in (False, True):
+        res = fit(model(), data, cfg(epochs=3, bf16=bf16, cuda_graphs=on), device="cuda")
+        runs[on] = res
+    losses = {on: [r["loss"] for r in res.history if "loss" in r] for on, res in runs.items()}
+    tol = 1e-2 if bf16 else 1e-4
+    assert losses[True] == pytest.approx(losses[False], rel=tol)
+    eager, graphed = runs[False].model.state_dict(), runs[True].model.state_dict()
+    for k in eager:
+        torch.testing.assert_close(graphed[k], eager[k], rtol=tol, atol=tol)
+    event = [r for r in runs[True].history if r.get("event") == "cuda_graphs"]
+    assert event and event[0]["graphs"] == 1 and event[0]["replayed_steps"] > 0
+    assert not [r for r in runs[False].history if r.get("event") == "cuda_graphs"]
+
+
+def test_cuda_training_steps_do_not_synchronise():
+    # between history rows nothing is read back: the sync debug mode raises on any synchronising call
+    data = tokens(n=64)
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        with pytest.raises(RuntimeError):  # the mode is live: a read-back raises
+            torch.ones(1, device="cuda").item()
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    import romae.engine as engine
+    from romae import graphs
+
+    original, calls = engine._train_step, []
+
+    def strict(*args, **kwargs):  # every step but a graph's capture (once per batch shape: it waits for the device)
+        calls.append(1)
+        capture = kwargs.get("graphs") is not None and len(calls) == graphs.WARMUP + 1
+        torch.cuda.set_sync_debug_mode("default" if capture else "error")
+        try:
+            return original(*args, **kwargs)
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(engine, "_train_step", strict)
+    try:
+        fit(model(), data, cfg(epochs=2, log_every=100, cuda_graphs=False), device="cuda")
+        calls.clear()
+        fit(model(), data, cfg(epochs=2, log_every=100), device="cuda")
+    finally:
+        mp.undo()

@@ -33,7 +33,7 @@ def cfg(**kw):
 
 
 def run(mode, monkeypatch, tmp_path=None, stop=None):
-    monkeypatch.setattr(feeding, "feed_mode", lambda data, dev: mode)
+    monkeypatch.setattr(feeding, "feed_mode", lambda data, dev, **kw: mode)
     res = fit(model(), data(), cfg(), device="cpu", transform=trim_padding, out_dir=tmp_path, max_steps=stop)
     return res.model.state_dict(), [r["loss"] for r in res.history if "loss" in r]
 
@@ -60,7 +60,7 @@ def test_prefetch_errors_reach_the_training_thread(monkeypatch):
                 raise OSError("disk gone")
             return super().batch(idx)
 
-    monkeypatch.setattr(feeding, "feed_mode", lambda data, dev: "prefetch")
+    monkeypatch.setattr(feeding, "feed_mode", lambda data, dev, **kw: "prefetch")
     d = data()
     with pytest.raises(OSError, match="disk gone"):
         fit(model(), Broken(**d.tensors), cfg(length_buckets=0), device="cpu", transform=trim_padding)
@@ -85,7 +85,7 @@ def test_augmented_images_draw_on_the_training_thread_in_every_mode(monkeypatch,
     train = from_images(images, torch.randint(0, 3, (24,), generator=g), patch_size=(4, 4)).with_augment(augment)
 
     def run_images(mode, out_dir=None, stop=None):
-        monkeypatch.setattr(feeding, "feed_mode", lambda data, dev: mode)
+        monkeypatch.setattr(feeding, "feed_mode", lambda data, dev, **kw: mode)
         torch.manual_seed(0)
         enc = size("tiny-shallow", d_model=16, n_heads=2, d_ff=24, dropout=0.1)
         clf = RoMAEForPrediction(RoMAEConfig(token_dim=48, n_axes=2, encoder=enc, n_outputs=3))

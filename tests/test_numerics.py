@@ -83,7 +83,7 @@ def test_a_planted_refactor_keeps_the_fingerprint(tmp_path):
 @pytest.mark.parametrize("module, old, new", [
     ("rope.py", "k = torch.arange(half, dtype=torch.float64)", "k = torch.arange(half, dtype=torch.float64) * 1.001"),
     # the hand-derived float32 RMSNorm that CPU trainings run (float64 takes F.rms_norm): seen by the float32 part
-    ("model.py", "rstd = torch.rsqrt(x.pow(2).mean(-1, keepdim=True).add_(eps))",
+    ("kernels.py", "rstd = torch.rsqrt(x.pow(2).mean(-1, keepdim=True).add_(eps))",
      "rstd = torch.rsqrt(x.pow(2).mean(-1, keepdim=True).add_(eps)) * 1.0001"),
 ])
 def test_a_planted_change_in_a_copy_is_seen(tmp_path, module, old, new):

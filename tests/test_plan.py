@@ -117,14 +117,19 @@ def test_physionet_length_matches_the_data_where_present():
 
 def test_time_model():
     t = plan.trainings("15")[0]  # the Spiral: 14 blocks of narrow matrices, launch-bound on a GPU
-    fp32, bf16 = (plan.step_seconds(t, "h100", p, 1) for p in ("fp32", "bf16"))
+    fp32, bf16 = (plan.step_seconds(t, "h100", p, 1, graphed=False) for p in ("fp32", "bf16"))
     assert plan.blocks(t) == t.model.encoder.depth + t.model.decoder.depth == 14
     assert 0.02 < fp32 < bf16 < 0.05  # as measured on the H200 (31 and 44 ms): autocast's casts cost more than BF16 saves
-    assert plan.step_seconds(t, "a100", "fp32", 1) > fp32
+    assert plan.step_seconds(t, "a100", "fp32", 1, graphed=False) > fp32
     per_micro = plan.blocks(t) * plan.OVERHEAD["block"]["fp32"] + plan.OVERHEAD["micro"]
-    assert plan.step_seconds(t, "h100", "fp32", 4) == pytest.approx(fp32 + 3 * per_micro)
+    assert plan.step_seconds(t, "h100", "fp32", 4) == pytest.approx(fp32 + 3 * per_micro)  # micro-batches: eager
+    # replayed from CUDA graphs (the default where it applies): the launches go, each kernel still costs the GPU
+    assert plan.graphable(t, 1) == "" and plan.graphable(t, 4) == "micro-batches"
+    graphed = plan.step_seconds(t, "h100", "fp32", 1)
+    assert graphed == plan.step_seconds(t, "h100", "fp32", 1, graphed=True) and fp32 / 10 < graphed < fp32 / 4
     big = next(x for x in plan.trainings("10") if x.stage == "pretrain")  # 1.5e13 FLOP a step: BF16 pays
     assert plan.step_seconds(big, "h100", "bf16", 1) < plan.step_seconds(big, "h100", "fp32", 1) / 3
+    assert plan.step_seconds(big, "h100", "fp32", 1) > 0.9 * plan.step_seconds(big, "h100", "fp32", 1, graphed=False)
     assert plan.step_seconds(t, "cpu", "bf16", 1) is None  # the reference CPU model is FP32 only
 
 
@@ -198,7 +203,7 @@ def test_cli(tmp_path, capsys):
     assert bench(["plan", "--profile", "paper", "--only", "14", "--gpu-memory", "80", "--precision", "bf16",
                   "--out", str(out), "--markdown", "--readme", str(readme)]) == 0
     printed = capsys.readouterr().out
-    assert "ESTIMATES, calibrated on an NVIDIA H200" in printed and "| 14 | pendulum, ours |" in printed
+    assert "Eager steps, calibrated on an NVIDIA H200" in printed and "NOT YET MEASURED on a GPU" in printed and "| 14 | pendulum, ours |" in printed
     saved = json.loads(out.read_text())
     assert [r["name"] for r in saved["rows"]] == ["pendulum, ours", "pendulum, authors' configuration"]
     assert list(saved["rows"][0]["precision"]) == ["bf16"]
@@ -312,3 +317,16 @@ def test_feed_measured_here_is_near_the_committed_measurement():
     for kind, side, patch in (("store", 0, 0), ("images-gather", 224, 16)):
         here = plan._feed_here(kind, side, patch, 64)
         assert plan.FEED_MEASURED[kind] / 20 < here < 20 * plan.FEED_MEASURED[kind], (kind, here)
+
+
+def test_the_readme_states_the_committed_plans_totals():
+    # the README's hours of the whole paper profile are the committed plan's (`make plan` writes both)
+    import json
+
+    p = json.loads((README.parents[1] / "reports" / "plan" / "paper_h100.json").read_text())
+    text = (README.parents[1] / "README.md").read_text()
+    graphed = tuple(plan._hours(p["totals"]["all"][q]) for q in ("fp32", "tf32", "bf16"))
+    eager = tuple(plan._hours(p["eager_totals"][q]) for q in ("fp32", "tf32", "bf16"))
+    assert "puts it at {} h in FP32 ({} h TF32, {} h BF16) on one 80 GB H100 with its steps replayed".format(
+        *graphed) in " ".join(text.split())
+    assert "and {} h FP32 ({} h TF32, {} h BF16) with eager".format(*eager) in " ".join(text.split())

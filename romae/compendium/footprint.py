@@ -64,6 +64,13 @@ EFFICIENCY = {"fp32": 0.5, "tf32": 0.3, "bf16": 0.2}
 # term) said 5 ms. The others are the first plan's assumptions (2-block Pendulum measured within 2x of them).
 # Against the 30 steps measured with a number: measured / planned median 0.96, 25 within 25 % (the first plan: none)
 OVERHEAD = {"block": {"fp32": 1.9e-3, "tf32": 1.9e-3, "bf16": 2.6e-3}, "micro": 3e-3, "step": 2e-3}
+# Steps replayed from CUDA graphs (romae.graphs; TrainConfig.cuda_graphs, on by default on one CUDA process, whole
+# batches, AdamW, batches of one shape): the host launches one graph a step instead of every kernel, so the eager
+# OVERHEAD above goes; the GPU still runs each kernel, at least "kernel" seconds however small its work, and the
+# host's own loop (feeding, copies, bookkeeping) takes "host" seconds a step, overlapping the GPU's work. Kernels
+# a step = the eager OVERHEAD / "launch", the host seconds one eager launch costs (~30 us: eager op counts against
+# the H200's eager times). ESTIMATES, never measured on a GPU yet: `make gpu-check` measures graphed steps
+GRAPHED = {"launch": 30e-6, "kernel": 4e-6, "host": 1e-3}
 # the reference CPU's paper-training steps / romae.compendium.cost's model of them: romae.compendium.cost was fitted on RoMAE-tiny steps
 # (batch 8-64), but every paper training measured on the same 2-core AMD EPYC (`python -m romae.runner.promise --device
 # this`, idle, 2026-11-26: 47 trainings, README's promise table) ran 1.1-2.5x its estimate, median 1.74, with no
@@ -91,6 +98,8 @@ class Training:
     hidden: float | None = None  # pre-training on masks the data gives: the share hidden (None: model.mask_ratio)
     source: str = ""  # where `samples` and `n_tokens` come from
     feed: str = ""  # how its batches are built on the host (FEEDS): "store" | "images" | "" (tensors: free)
+    varying: bool = False  # each batch cut to its own longest sample: many shapes, so no CUDA graphs (romae.graphs);
+    #                        a TokenStore's batches (feed "store") always are
 
     @property
     def shape_model(self) -> RoMAEConfig:
@@ -161,11 +170,16 @@ def attention_kernel(head_dim: int, precision: str, masked: bool, device: str = 
     return "math"
 
 
-def training_kernel(t: "Training", precision: str, device: str = "h100") -> str:
+def training_kernel(t: "Training", precision: str, device: str = "h100", pad_heads: bool | None = None) -> str:
     """`attention_kernel` of a training: the widest head of its encoder and decoder decides (the decoder of a
-    pre-training attends with the same padding mask)."""
+    pre-training attends with the same padding mask). On a GPU the model pads head sizes to a multiple of 8
+    (`romae.model.attend`; `pad_heads` None: as `romae.model.ACCELERATOR` says), so RoMAE-tiny's 60 counts as 64."""
+    from ..kernels import ACCELERATOR, HEAD_MULTIPLE
+
+    pad = ACCELERATOR["pad_heads"] if pad_heads is None else pad_heads
     stacks = [t.model.encoder] + ([t.model.decoder] if t.stage == "pretrain" else [])
-    kernels = {attention_kernel(e.head_dim, precision, t.padded, device) for e in stacks}
+    kernels = {attention_kernel(e.head_dim + (-e.head_dim % HEAD_MULTIPLE if pad else 0), precision, t.padded,
+                                device) for e in stacks}
     return next(k for k in ("math", "efficient", "flash", "cpu") if k in kernels)
 
 
@@ -392,12 +406,28 @@ def blocks(t: Training) -> int:
     return t.model.encoder.depth + (t.model.decoder.depth if t.stage == "pretrain" else 0)
 
 
-def step_seconds(t: Training, device: str, precision: str, k: int) -> float | None:
-    """Seconds of one optimiser step of `t` on one device (k micro-batches); None where not modelled."""
+def graphable(t: Training, k: int) -> str:
+    """'' when `fit` replays `t`'s steps from CUDA graphs on a GPU (romae.graphs.wanted), else why not."""
+    why = [w for w, bad in (("micro-batches", k > 1), ("several processes", t.processes > 1),
+                            ("not AdamW", t.train.optimizer != "adamw"), ("compiled", t.train.compile),
+                            ("cuda_graphs=False", t.train.cuda_graphs is False),
+                            ("varying length", t.varying or t.feed == "store")) if bad]
+    return ", ".join(why)
+
+
+def step_seconds(t: Training, device: str, precision: str, k: int, graphed: bool | None = None) -> float | None:
+    """Seconds of one optimiser step of `t` on one device (k micro-batches); None where not modelled. On a GPU:
+    `graphed` None = as `fit` runs it (CUDA graphs where `graphable`), False = eager, True = graphed."""
     flops = cost.step_flops(t.shape_model, t.train.batch_size, t.n_tokens, t.stage)
     if device in PEAK:
         launches = k * (blocks(t) * OVERHEAD["block"][precision] + OVERHEAD["micro"]) + OVERHEAD["step"]
-        return flops / (PEAK[device][precision] * EFFICIENCY[precision]) + launches
+        arithmetic = flops / (PEAK[device][precision] * EFFICIENCY[precision])
+        if graphed is None:
+            graphed = not graphable(t, k)
+        if graphed:
+            kernels = launches / GRAPHED["launch"]
+            return max(arithmetic + kernels * GRAPHED["kernel"], GRAPHED["host"])
+        return arithmetic + launches
     if precision != "fp32":
         return None  # the reference CPU model is FP32 only
     seconds = cost.reference_seconds(t.shape_model, t.train.batch_size, t.n_tokens, t.stage)

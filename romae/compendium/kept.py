@@ -105,8 +105,10 @@ def fit_cached(name: str, model_cls, model_cfg, data, cfg: TrainConfig, key: dic
     """
     rt = runtime.current()
     # micro_batch is how the batch goes through memory, not what is learnt (equal up to rounding): a run
-    # planned for another GPU's memory is the same run; processes (a planning fact) counts once set
-    train = {k: v for k, v in cfg.to_dict().items() if k not in ("progress", "micro_batch", "checkpoint_every")}
+    # planned for another GPU's memory is the same run; cuda_graphs is how steps are launched (equal up to rounding);
+    # processes (a planning fact) counts once set
+    train = {k: v for k, v in cfg.to_dict().items()
+             if k not in ("progress", "micro_batch", "checkpoint_every", "cuda_graphs")}
     if train["processes"] is None:
         del train["processes"]
     data_ = ArrayDataset(**data) if isinstance(data, dict) else data  # a dict of tensors, or a dataset

@@ -24,7 +24,8 @@ import torch
 from . import cost
 # the memory and time of one training, importable from here as before
 from .footprint import (CHECKPOINT_MINUTES, CODE, CONTEXT_GIB, CPU_FACTOR, DEVICES, EFFICIENCY,  # noqa: F401
-                        FEED_MEASURED, FEEDS, GIB, HEADROOM, OPTIMIZER_COPIES, OVERHEAD, PEAK, PRECISIONS, Memory,
+                        FEED_MEASURED, FEEDS, GIB, GRAPHED, HEADROOM, OPTIMIZER_COPIES, OVERHEAD, PEAK, PRECISIONS,
+                        Memory, graphable,
                         Training, _batch, _code_version, _feed_here, _image_shape, _measured, _model, _n_params,
                         _precision, _saved_bytes, _speed_here, attention_kernel, blocks, check, checkpoint_steps,
                         device_memory_gib, feed_seconds, fit_memory, hidden_of, is_padded, memory,
@@ -75,9 +76,10 @@ def plan(device: str = "h100", gpus: int = 1, memory_gib: float | None = None, p
                 mem = memory(t, bf16=p == "bf16", kernel=kernel)
                 micro, k = pick_micro_batch(t.train.batch_size, mem, memory_gib)
                 s = None if micro is None else step_seconds(t, device, p, k)
+                eager = None if micro is None else step_seconds(t, device, p, k, graphed=False)
                 feed = feed_seconds(t, device) if s is not None else None
                 if s is not None:  # a GPU trains while a thread builds the next batch; the CPU does one, then the other
-                    s = max(s, feed) if device in PEAK else s + feed
+                    s, eager = (max(s, feed), max(eager, feed)) if device in PEAK else (s + feed, eager + feed)
                 at = micro or 1
                 # 1 and 2 are the points of the line; TF32's counts are FP32's
                 checked_at = at if checked and at > 2 and p != "tf32" else None
@@ -85,15 +87,18 @@ def plan(device: str = "h100", gpus: int = 1, memory_gib: float | None = None, p
                                            check_error=None if checked_at is None else check(t, mem, at, p == "bf16",
                                                                                             kernel),
                                            hours=None if s is None else t.runs * t.steps * s / 3600, kernel=kernel,
-                                           feed_seconds=feed)
+                                           feed_seconds=feed, graphed=device in PEAK and not graphable(t, k),
+                                           not_graphed=graphable(t, k) if device in PEAK else "",
+                                           eager_hours=None if eager is None else t.runs * t.steps * eager / 3600)
             rows.append(row)
     totals = {}
     for nb in [*dict.fromkeys(r["notebook"] for r in rows), "all"]:
         mine = [r for r in rows if nb in ("all", r["notebook"])]
         totals[nb] = {p: _total([r["precision"][p]["hours"] for r in mine]) for p in precisions}
+    eager = {p: _total([r["precision"][p]["eager_hours"] for r in rows]) for p in precisions}
     return dict(settings=dict(device=device, gpus=gpus, memory_gib=memory_gib, precisions=list(precisions),
                               headroom=HEADROOM, context_gib=CONTEXT_GIB, efficiency=EFFICIENCY, overhead=OVERHEAD,
-                              peak=PEAK.get(device)), rows=rows, totals=totals)
+                              graphed=GRAPHED, peak=PEAK.get(device)), rows=rows, totals=totals, eager_totals=eager)
 
 
 def _total(hours: list) -> float | None:
@@ -110,12 +115,14 @@ def table(p: dict, markdown: bool = False) -> str:
     micro-batch columns: the first precision's, and BF16's when it is planned too."""
     precs = p["settings"]["precisions"]
     mems = list(dict.fromkeys([precs[0]] + (["bf16"] if "bf16" in precs else [])))
+    gpu = p["settings"]["device"] in PEAK
     head = (["nb", "training", "runs", "tokens", "samples", "batch", "steps", "PFLOP", "feed s"]
             + [c for q in mems for c in (f"attention ({q})", f"micro x k ({q})", f"peak GiB ({q})")]
-            + [f"h {q}" for q in precs])
+            + (["graphs"] if gpu else []) + [f"h {q}" for q in precs])
 
-    def total(nb: str) -> list[str]:
-        return [nb, "total"] + [""] * (len(head) - 2 - len(precs)) + [_hours(p["totals"][nb][q]) for q in precs]
+    def total(nb: str, totals=None, label="total") -> list[str]:
+        totals = totals or p["totals"][nb]
+        return [nb, label] + [""] * (len(head) - 2 - len(precs)) + [_hours(totals[q]) for q in precs]
 
     lines = []
     for nb, rows in itertools.groupby(p["rows"], key=lambda r: r["notebook"]):
@@ -126,9 +133,14 @@ def table(p: dict, markdown: bool = False) -> str:
             for x in (r["precision"][q] for q in mems):
                 cells += [x.get("kernel", "")] + (["does not fit", f"{x['peak_gib']:.1f} at 1"] if x["micro"] is None
                                                   else [f"{x['micro']:,} x {x['k']}", f"{x['peak_gib']:.1f}"])
+            if gpu:  # replayed from CUDA graphs at the last precision (where a micro-batch is needed, eager)
+                x = r["precision"][precs[-1]]
+                cells.append("yes" if x.get("graphed") else f"no: {x.get('not_graphed') or 'does not fit'}")
             lines.append(cells + [_hours(r["precision"][q]["hours"]) for q in precs])
         lines.append(total(nb))
     lines.append(total("all"))
+    if gpu and p.get("eager_totals"):
+        lines.append(total("all", p["eager_totals"], "total, eager (cuda_graphs=False)"))
     if markdown:
         rule = "|" + "|".join("---" if i < 2 else "---:" for i in range(len(head))) + "|"
         row = lambda cells: "| " + " | ".join(cells) + " |"  # noqa: E731
@@ -174,11 +186,16 @@ def describe(p: dict) -> str:
              "this": "this machine, scaled from a 2-sample step measured here (FP32 only)"}.get(s["device"])
     efficiency = ", ".join(f"{k} {v:g}" for k, v in s["efficiency"].items())
     block = ", ".join(f"{k} {1e3 * v:g}" for k, v in s["overhead"]["block"].items())
-    time_note = where or (f"{s['device'].upper()}: ESTIMATES, calibrated on an NVIDIA H200 (the plan against measurement "
-                          f"of `make gpu-check`: 25 of 30 steps within 25 %): FLOPs / (NVIDIA's peak dense FLOP/s "
-                          f"x an efficiency {efficiency}) + ms per transformer block and micro-batch ({block}; kernel "
-                          f"launches) + {1e3 * s['overhead']['micro']:g} ms per micro-batch + "
-                          f"{1e3 * s['overhead']['step']:g} ms per step")
+    g = s.get("graphed") or GRAPHED
+    time_note = where or (f"{s['device'].upper()}: ESTIMATES. Eager steps, calibrated on an NVIDIA H200 (the plan against "
+                          f"measurement of `make gpu-check`: 25 of 30 steps within 25 %): FLOPs / (NVIDIA's peak dense "
+                          f"FLOP/s x an efficiency {efficiency}) + ms per transformer block and micro-batch ({block}; "
+                          f"kernel launches) + {1e3 * s['overhead']['micro']:g} ms per micro-batch + "
+                          f"{1e3 * s['overhead']['step']:g} ms per step. Steps replayed from CUDA graphs (graphs: yes; "
+                          f"TrainConfig.cuda_graphs, the default where it applies): the FLOPs' time + "
+                          f"{1e6 * g['kernel']:g} us per kernel (the eager launch time / {1e6 * g['launch']:g} us a "
+                          f"launch), at least {1e3 * g['host']:g} ms a step for the host's loop; NOT YET MEASURED on a "
+                          "GPU (the eager figures were)")
     mem = ("no device memory given: whole batches" if s["memory_gib"] is None else
            f"{s['memory_gib']:g} GiB per device; planned peak = {s['headroom']:g} x (parameters + gradients + "
            f"optimiser state + saved activations) + {s['context_gib']:g} GiB")

@@ -424,8 +424,10 @@ def headline(view: pd.DataFrame, cov: dict) -> str:
     counts = pd.Series([v.split(" (")[0] for v in view.verdict]).value_counts()
     said = ", ".join(f"**{counts[o]} {o}**" for o in OUTCOMES if o in counts)
     total = planned_total()
-    cost = (f"The whole paper profile is planned at {total[0]} h FP32 / {total[1]} h BF16 on one H100 "
-            "(`make plan`); what each claim would need is in its row." if total else
+    eager = f" (eager steps: {total[2]} h / {total[3]} h, calibrated on an H200)" if total and total[2] else ""
+    graphed = " with CUDA graphs, estimates not yet measured on a GPU" if eager else ""
+    cost = (f"The whole paper profile is planned at {total[0]} h FP32 / {total[1]} h BF16 on one H100{graphed}"
+            f"{eager} (`make plan`); what each claim would need is in its row." if total else
             "The paper profile has no plan here yet (`make plan`).")
     return "\n".join([
         f"- **Claims.** Of the paper's {len(view)} claims and stated limitations: {said}.",
@@ -489,15 +491,18 @@ def notebook_of(experiment: str) -> list[str]:
     return next((a["notebook"] for a in artefacts() if experiment in a["experiments"]), [])
 
 
-def planned_total(plan_json: Path | None = None) -> tuple[str, str] | None:
-    """(hours FP32, hours BF16) of the whole paper profile on one H100 from the plan (`planned_hours`), or None."""
+def planned_total(plan_json: Path | None = None) -> tuple[str, str, str, str] | None:
+    """(hours FP32, hours BF16, eager hours FP32, eager hours BF16) of the whole paper profile on one H100 from the
+    plan (`planned_hours`; the eager pair "" in a plan without them), or None."""
     import json
 
     from ..compendium.plan import _hours
 
     path = plan_json or ROOT / "reports" / "plan" / "paper_h100.json"
     try:
-        total = json.loads(path.read_text())["totals"]["all"]
+        p = json.loads(path.read_text())
+        total, eager = p["totals"]["all"], p.get("eager_totals") or {}
     except (OSError, ValueError, KeyError):
         return None
-    return _hours(total.get("fp32")), _hours(total.get("bf16"))
+    return (_hours(total.get("fp32")), _hours(total.get("bf16")),
+            _hours(eager["fp32"]) if "fp32" in eager else "", _hours(eager["bf16"]) if "bf16" in eager else "")

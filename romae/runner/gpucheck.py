@@ -5,7 +5,11 @@
 1. the CUDA tests (tests/test_cuda_fit.py: fit in FP32 and BF16 with and without padding, micro-batches,
    the deferred non-finite checks, the fused attention with padding, the ways batches reach the GPU; the
    CUDA tests of tests/test_model.py; several processes when there is more than one GPU);
-2. `python -m romae.runner.bench table9 --device cuda` and `roofline --device cuda` (FP32 and BF16);
+2. launch-bound steps (`python -m romae.runner.launch`, issue 44): ms, kernels and syncs per step of Table 1 tiny,
+   notebook 02's training and the Table 9 step, eager as before against the fused RMSNorm, head padding and CUDA
+   graphs, in FP32 and BF16; graphed against eager over 20 steps of `fit`; the attention kernels a padded BF16
+   batch gets at head size 60 and 64 -> launch.json;
+   then `python -m romae.runner.bench table9 --device cuda` and `roofline --device cuda` (FP32 and BF16);
 3. what the plan promised, measured (`romae.runner.promise --device cuda`): every paper training (sampled within
    8 minutes) for a few steps at its planned micro-batch, accumulation and precision (FP32 and BF16), its
    peak memory and step time beside the plan's -> promise.md / promise.json; fails where the peak exceeds
@@ -49,6 +53,8 @@ def steps(out: Path, promise_minutes: float = PROMISE_MINUTES) -> list[tuple[str
     return [
         ("CUDA tests", [py, "-m", "pytest", "-q", "-rs", "tests/test_cuda_fit.py", "tests/test_model.py", *multi,
                         "-k", "cuda or Cuda or CUDA or processes", f"--junitxml={out / 'cuda-tests.xml'}"]),
+        ("launch-bound steps", [py, "-m", "romae.runner.launch", "--device", "cuda", "--steps", "30",
+                                "--out", str(out / "launch.json")]),
         ("Table 9 on CUDA", [py, "-m", "romae.runner.bench", "table9", "--device", "cuda", "--batch", "64",
                              "--out", str(out / "table9_cuda.json")]),
         ("roofline FP32", [py, "-m", "romae.runner.bench", "roofline", "--workload", "all", "--device", "cuda",

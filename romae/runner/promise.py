@@ -76,7 +76,7 @@ def measure_one(t: plan.Training, precision: str, device: str, memory_gib: float
                micro=micro, k=k, planned_peak_gib=None if micro is None else round(mem.peak_gib(micro), 2))
     if micro is None:
         return dict(row, status="does not fit (plan)")
-    planned_seconds = plan.step_seconds(t, planned, precision, k)
+    planned_seconds = plan.step_seconds(t, planned, precision, k, graphed=False)  # _step runs eager steps
     whole = on_gpu or (planned_seconds or 0) <= CPU_WHOLE_SECONDS
     run_micro, run_k = (micro, k) if whole else (min(micro, CPU_MICRO), 1)
     dev = torch.device(device if on_gpu else "cpu")
