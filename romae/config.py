@@ -357,7 +357,9 @@ class TrainConfig:
             of ~60 kernel launches per block, which is most of a step's time for RoMAE's narrow models on a GPU.
             None (default) = on where it applies (one CUDA process, no micro_batch, no compile, AdamW), off on
             the CPU; True = required (an error where it cannot apply); False = eager steps. Equal to eager steps
-            up to float rounding (the learning rate is read from a float32 tensor); not part of a result's key.
+            up to float rounding (the learning rate is read from a float32 tensor), except that a `trim_padding`
+            transform then cuts batches to a few lengths (`romae.masking.bucket_lengths`), so a random mask is drawn
+            over some padded columns too; not part of a result's key (the history's `cuda_graphs` row says it ran).
     """
 
     epochs: int = 10  # Table 17

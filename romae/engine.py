@@ -97,7 +97,8 @@ def start(run: Run, held: contextlib.ExitStack, on_progress, compile_model) -> N
     held.callback(run.feeder.close)
     if graphs.wanted(cfg, dev, run.accelerator.num_processes, run.optimizer):
         run.graphs = graphs.GraphedSteps(
-            lambda batch: _update(run.train_model, run.optimizer, batch, run.accelerator, run.params, cfg), dev)
+            lambda batch: _update(run.train_model, run.optimizer, batch, run.accelerator, run.params, cfg), dev,
+            lengths=graphs.trim_lengths(run.train_data))
         graphs.capturable(run.optimizer, dev)  # the learning rate a device tensor the scheduler fills
         held.callback(run.graphs.close)
     from tqdm import tqdm  # plain text bars: no ipywidgets needed in notebooks
@@ -127,8 +128,9 @@ def train_one_epoch(run: Run, epoch: int) -> None:
         lr = host_lr(run.optimizer, run.scheduler)  # the rate this step uses
         t_step = time.perf_counter()
         with _naming_samples(run.train_data, idx, "the training data"):
-            if run.transform is not None:
-                batch = run.transform(batch)
+            if run.transform is not None:  # under CUDA graphs, trim_padding cuts to a few lengths (graphs.lengths)
+                with masking.trimmed_to(run.graphs.lengths if run.graphs is not None else None):
+                    batch = run.transform(batch)
             # a given mask is checked here, on the host, once: the model then takes its count from there
             hidden = run.feeder.hidden_count(batch, idx) if run.deferred else None
             batch = feeding.to_device(batch, run.dev)
@@ -208,7 +210,8 @@ def finish(run: Run) -> None:
     _check_losses(run.pending)
     if run.graphs is not None and run.main:
         run.log({"step": run.step, "event": "cuda_graphs", "graphs": len(run.graphs.graphs),
-                 "replayed_steps": run.graphs.replays, "eager_steps": run.graphs.eager})
+                 "replayed_steps": run.graphs.replays, "eager_steps": run.graphs.eager,
+                 **({"capture_failed": run.graphs.failed} if run.graphs.failed else {})})
     run.bar.close()
     if run.tell is not None:
         run.tell("end", run.step, run.stop)

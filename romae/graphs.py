@@ -7,11 +7,15 @@ step once (forward, backward, gradient clipping, the fused AdamW update) and rep
 `GraphedSteps` does this inside `romae.train.fit` (`TrainConfig.cuda_graphs`, on by default on CUDA):
 
 * one graph per batch signature (every tensor's shape and dtype, and the hidden count of a given mask): a run of
-  fixed-shape batches has one, and a second for a short last batch; batches trimmed to a few lengths
-  (`masking.bucket_lengths`, notebook 16 on a GPU) one per length; at most `MAX_GRAPHS`, each with its own memory
+  fixed-shape batches has one, and a second for a short last batch; at most `MAX_GRAPHS`, each with its own memory
   pool (replays come in any order: the graphs together hold about twice the longest shape's activations with
   doubling lengths), further signatures run eagerly;
 * `WARMUP` eager steps of a signature (real training steps, on a side stream) before it is captured;
+* a `trim_padding` transform (notebook 16) cuts each batch to the smallest of a few lengths that keeps its real
+  tokens (`masking.bucket_lengths`: 64, 128, 256, ..., the data's padded width), one graph per length, instead of
+  exactly to its longest sample: the extra columns are padding, which attention and the loss ignore, but a random
+  mask is drawn over them too, so which real tokens a batch hides changes (not how many, in expectation); the
+  history's `cuda_graphs` row records that the run was graphed;
 * the batch is copied into the graph's static inputs, the graph replayed, and the loss and gradient norm cloned out
   of its static outputs (the next replay rewrites them);
 * the learning rate is a device tensor (AdamW `capturable=True`) that the scheduler fills on the host after each
@@ -28,6 +32,7 @@ no graph is captured (`wanted` is False); the tests run the bookkeeping with sta
 from __future__ import annotations
 
 import collections
+import warnings
 
 import torch
 
@@ -81,6 +86,13 @@ def portable(state: dict) -> dict:
     return state
 
 
+def trim_lengths(data) -> tuple[int, ...] | None:
+    """The lengths `masking.trim_padding` cuts a batch of `data` to under graphs (`masking.bucket_lengths` of its
+    padded width: 64, 128, 256, ..., the width): an ArrayDataset with a pad_mask; None otherwise."""
+    pad = getattr(data, "tensors", {}).get("pad_mask")
+    return None if pad is None or pad.dim() != 2 else masking.bucket_lengths(pad.shape[1])
+
+
 def signature(batch: dict) -> tuple | None:
     """What a graph is specialised to: each tensor's name, shape and dtype, and a given mask's hidden count (shapes
     inside the model depend on it); None if the batch holds anything but tensors."""
@@ -93,12 +105,13 @@ def signature(batch: dict) -> tuple | None:
 class GraphedSteps:
     """`step(batch) -> (loss, grad_norm)` (device tensors, nothing read back), replayed from CUDA graphs."""
 
-    def __init__(self, step, dev: torch.device):
-        self.step, self.dev = step, dev
+    def __init__(self, step, dev: torch.device, lengths: tuple[int, ...] | None = None):
+        self.step, self.dev, self.lengths = step, dev, lengths
         self.graphs: dict = {}  # signature -> (graph, static inputs, static outputs, GraphChecks)
         self.seen = collections.Counter()
         self.stream = torch.cuda.Stream(dev)
         self.replays = self.eager = 0
+        self.failed: str | None = None  # why a capture failed: every later step then runs eagerly
 
     def __call__(self, batch: dict):
         sig = signature(batch)
@@ -111,11 +124,20 @@ class GraphedSteps:
             checks.after_replay()
             self.replays += 1
             return tuple(t.clone() for t in static_out)
-        if sig is None or self.seen[sig] < WARMUP or len(self.graphs) >= MAX_GRAPHS:
+        if sig is None or self.failed or self.seen[sig] < WARMUP or len(self.graphs) >= MAX_GRAPHS:
             self.seen[sig] += 1
             self.eager += 1
             return self._side(batch)
-        return self._capture(sig, batch)
+        try:
+            return self._capture(sig, batch)
+        except Exception as e:  # a capture records and runs nothing: this step is taken eagerly, and every later one
+            masking.take_checks()
+            self.failed = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+            warnings.warn(f"CUDA graph capture failed ({self.failed}); training goes on with eager steps "
+                          "(TrainConfig(cuda_graphs=False) skips the attempt)", RuntimeWarning, stacklevel=2)
+            torch.cuda.synchronize(self.dev)
+            self.eager += 1
+            return self._side(batch)
 
     def _side(self, batch: dict):
         """An eager step on the side stream (what capture needs before it: workspaces, lazy state made there)."""

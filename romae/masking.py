@@ -351,6 +351,18 @@ def bucket_lengths(N: int, first: int = 64) -> tuple[int, ...]:
     return tuple(out) + (N,)
 
 
+@contextlib.contextmanager
+def trimmed_to(lengths: tuple[int, ...] | None):
+    """Within it, `trim_padding` without its own `lengths` cuts to one of these (`fit` opens it around its
+    transform when it replays steps from CUDA graphs: one graph per batch shape); None: exact cuts."""
+    outer = getattr(_STATE, "lengths", None)
+    _STATE.lengths = lengths
+    try:
+        yield
+    finally:
+        _STATE.lengths = outer
+
+
 def trim_padding(batch: dict, lengths: tuple[int, ...] | None = None) -> dict:
     """Drop the token columns that are padding in every sample of a batch (a `fit` transform).
 
@@ -361,8 +373,11 @@ def trim_padding(batch: dict, lengths: tuple[int, ...] | None = None) -> dict:
     `bucket_lengths(N)`): cut to the smallest of them that keeps every real token instead, so batches take few
     shapes; the columns kept beyond the last real one are padding, which attention and the loss ignore, but a
     random mask is then drawn over them too (which columns, not how many real tokens each sample hides in
-    expectation, changes), so results differ from the exact cut's.
+    expectation, changes), so results differ from the exact cut's. Without `lengths`, those of an enclosing
+    `trimmed_to` (fit on CUDA graphs), else the exact cut.
     """
+    if lengths is None:
+        lengths = getattr(_STATE, "lengths", None)
     pad = batch.get("pad_mask")
     if pad is None:
         return batch

@@ -329,3 +329,41 @@ def test_the_launch_benchmark_runs_its_eager_variants_on_the_cpu(monkeypatch, tm
     import romae.kernels
 
     assert romae.kernels.ACCELERATOR == {"fused_norm": True, "pad_heads": True}
+
+
+def test_under_graphs_trim_padding_cuts_to_a_few_lengths():
+    from romae.masking import bucket_lengths, trimmed_to
+
+    assert bucket_lengths(300) == (64, 128, 256, 300) and bucket_lengths(64) == (64,) and bucket_lengths(10) == (10,)
+    with pytest.raises(ValueError, match="N >= 1 and first >= 1, got N=0"):
+        bucket_lengths(0)
+    pad = torch.ones(2, 300, dtype=torch.bool)
+    pad[0, :70] = False  # the longest sample: 70 real tokens
+    batch = dict(values=torch.randn(2, 300, 1), positions=torch.rand(2, 1, 300), pad_mask=pad)
+    assert trim_padding(batch)["values"].shape[1] == 70  # exact, as on the CPU
+    lengths = graphs.trim_lengths(ArrayDataset(**batch))
+    with trimmed_to(lengths):
+        cut = trim_padding(batch)
+    assert lengths == (64, 128, 256, 300) and cut["values"].shape[1] == cut["pad_mask"].shape[1] == 128
+    assert cut["positions"].shape[-1] == 128 and cut["pad_mask"][:, 70:].all()  # the extra columns are padding
+    assert trim_padding(batch)["values"].shape[1] == 70  # the context is left as it was
+    assert graphs.trim_lengths(ArrayDataset(values=torch.randn(2, 5, 1))) is None  # nothing to trim
+
+
+def test_a_failed_capture_falls_back_to_eager_steps(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "Stream", lambda dev: None)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda dev=None: None)
+    monkeypatch.setattr(graphs.GraphedSteps, "_side", lambda self, batch: self.step(batch))
+
+    def broken(self, static_in):
+        raise RuntimeError("operation not permitted when stream is capturing")
+
+    monkeypatch.setattr(graphs.GraphedSteps, "_record", broken)
+    steps = graphs.GraphedSteps(lambda b: (b["x"].sum(), b["x"].max()), torch.device("cpu"))
+    with romae.masking.deferred_checks():
+        outs = [steps({"x": torch.full((3,), float(i))}) for i in range(graphs.WARMUP)]
+        with pytest.warns(RuntimeWarning, match="CUDA graph capture failed .RuntimeError: operation not permitted"):
+            outs.append(steps({"x": torch.full((3,), 3.0)}))  # the step is taken eagerly all the same
+        outs += [steps({"x": torch.full((3,), float(i))}) for i in (4, 5)]
+    assert [float(o[0]) for o in outs] == [3.0 * i for i in range(6)]
+    assert steps.failed.startswith("RuntimeError") and steps.eager == 6 and steps.replays == 0 and not steps.graphs

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 import pandas as pd
 import torch
 
-from ... import runtime
 from ...compendium import plan
 from ...builders import from_long
 from ...data import physionet as P
-from ...masking import bucket_lengths, equalize, keep_groups, trim_padding
+from ...masking import equalize, keep_groups, trim_padding
 from ...model import RoMAEForPreTraining
 from ...compendium.kept import fit_cached
 
@@ -59,17 +56,15 @@ def tokens(df: pd.DataFrame, scaling: P.Scaling, time_scale: float):
                      time_scale=time_scale, variables=list(range(len(P.VARIABLES))))
 
 
-def train_transform(unit: str, lengths: tuple[int, ...] | None = None):
-    """The training batches' transform: trim common padding (to one of `lengths` if given: few batch shapes, for
-    CUDA graphs); for 'timepoint', HeTVAE's time-point masks."""
-    if unit not in UNITS:
-        raise ValueError(f"unknown masking unit {unit!r}; choose one of {list(UNITS)}")
-    trim = trim_padding if lengths is None else functools.partial(trim_padding, lengths=lengths)
+def train_transform(unit: str):
+    """The training batches' transform: trim common padding; for 'timepoint', HeTVAE's time-point masks."""
     if unit == "token":
-        return trim  # the model draws its 50 % token mask itself
+        return trim_padding  # the model draws its 50 % token mask itself
+    if unit != "timepoint":
+        raise ValueError(f"unknown masking unit {unit!r}; choose one of {list(UNITS)}")
 
     def transform(batch):
-        batch = trim(batch)
+        batch = trim_padding(batch)
         hidden = keep_groups(batch["positions"][:, 0], batch["pad_mask"], 0.5)
         return equalize(batch, hidden)
 
@@ -81,24 +76,12 @@ def train(prof: Profile, run: RunConfig, data: dict, cache_dir=None, refresh=Fal
     train_ds = tokens(data["train"], data["scalings"][run.scaling], run.time_scale)
     train_cfg = plan.fit_memory(run.train_config(), run.model_config(), train_ds.tensors["values"].shape[1], "pretrain",
                                 profile, padded=plan.is_padded(train_ds))  # paper: the planned micro-batch
-    # on a GPU, batches are cut to one of a few lengths (64, 128, ..., the longest), so that their steps replay from
-    # CUDA graphs (one per shape); on the CPU to their longest record, as always. A deviation on the GPU only: the
-    # 50 % random mask is then drawn over the kept padded columns too (which tokens, not how many real ones)
-    lengths = bucket_lengths(train_ds.tensors["values"].shape[1]) if _on_cuda() else None
     key = dict(data="physionet2012", quantization=prof.quantization, scaling=run.scaling, time_scale=run.time_scale,
                train_unit=run.train_unit, max_train_records=run.max_train_records, transform="trim_padding+v1",
                values=f"winsorised at the {BOUND_QUANTILES} training quantiles")
-    if lengths is not None:
-        key["transform"] = f"trim_padding(lengths={list(lengths)})+v1"
     return fit_cached("physionet_model", RoMAEForPreTraining, run.model_config(), train_ds, train_cfg, key,
                       seed=run.seed, cache_dir=cache_dir, refresh=refresh, checkpoints=checkpoints,
-                      transform=train_transform(run.train_unit, lengths))
-
-
-def _on_cuda() -> bool:
-    """Whether this process trains on a CUDA GPU (romae.runtime: the device asked for, else one if present)."""
-    device = runtime.current().device
-    return (device or ("cuda" if torch.cuda.is_available() else "cpu")).startswith("cuda")
+                      transform=train_transform(run.train_unit))
 
 
 @torch.no_grad()
