@@ -424,10 +424,10 @@ def headline(view: pd.DataFrame, cov: dict) -> str:
     counts = pd.Series([v.split(" (")[0] for v in view.verdict]).value_counts()
     said = ", ".join(f"**{counts[o]} {o}**" for o in OUTCOMES if o in counts)
     total = planned_total()
-    eager = f" (eager steps: {total[2]} h / {total[3]} h, calibrated on an H200)" if total and total[2] else ""
-    graphed = " with CUDA graphs, estimates not yet measured on a GPU" if eager else ""
-    cost = (f"The whole paper profile is planned at {total[0]} h FP32 / {total[1]} h BF16 on one H100{graphed}"
-            f"{eager} (`make plan`); what each claim would need is in its row." if total else
+    eager = f"; with eager steps {total[2]} h / {total[3]} h, calibrated on an H200" if total and total[2] else ""
+    graphed = " with CUDA graphs (estimates not yet measured on a GPU)" if eager else ""
+    cost = (f"The whole paper profile is planned (`make plan`) at {total[0]} h FP32 / {total[1]} h BF16 on one "
+            f"H100{graphed}{eager}. What each claim would need is in its row." if total else
             "The paper profile has no plan here yet (`make plan`).")
     return "\n".join([
         f"- **Claims.** Of the paper's {len(view)} claims and stated limitations: {said}.",
