@@ -15,6 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 import torch
 from torch.utils.data import default_collate
 
+from .masking import check_counts, host_hidden_count
+
 
 class ArrayDataset:
     """Tensors sharing dim 0 as a dataset: item i is `{name: tensor[i]}`, `batch(idx)` slices them all."""
@@ -129,8 +131,6 @@ class Feeder:
     def hidden_count(self, batch: dict, idx: torch.Tensor) -> int | None:
         """The hidden count of the batch's given mask, checked on the host (`romae.masking.check_mask`): from the
         host batch, or from the counts of a resident dataset read once; None without a mask."""
-        from .masking import check_counts, host_hidden_count
-
         if batch.get("mask") is None:
             return None
         if self.counts is not None:

@@ -68,15 +68,20 @@ def deferred_checks():
 
 
 @contextlib.contextmanager
-def naming(rename):
-    """A BadSample among the checks collected within it is raised as `rename(error)` by `flush_checks`
-    (e.g. naming the sample's index in the dataset, which the batch no longer knows when the check is read)."""
-    outer = getattr(_STATE, "namer", None)
-    _STATE.namer = rename
+def _scoped(name: str, value):
+    """This thread's `_STATE.<name>` is `value` within the block, and what it was before after it."""
+    outer = getattr(_STATE, name, None)
+    setattr(_STATE, name, value)
     try:
         yield
     finally:
-        _STATE.namer = outer
+        setattr(_STATE, name, outer)
+
+
+def naming(rename):
+    """A BadSample among the checks collected within it is raised as `rename(error)` by `flush_checks`
+    (e.g. naming the sample's index in the dataset, which the batch no longer knows when the check is read)."""
+    return _scoped("namer", rename)
 
 
 def _error(message, detail, error):
@@ -232,17 +237,11 @@ def random_mask(B: int, N: int, mask_ratio: float, pad_mask: Tensor | None = Non
     return hide_real | hide_pad
 
 
-@contextlib.contextmanager
 def checked_masks(hidden: int):
     """Within it, the given masks the model meets were checked already, on the host, and hide `hidden` tokens per
     sample: `check_mask` returns that count without reading the mask back from the device (a sync per forward).
     `fit` opens it around a training step whose batch's mask it checked on the host (`host_hidden_count`)."""
-    outer = getattr(_STATE, "hidden", None)
-    _STATE.hidden = int(hidden)
-    try:
-        yield
-    finally:
-        _STATE.hidden = outer
+    return _scoped("hidden", int(hidden))
 
 
 def host_hidden_count(batch: dict) -> int | None:
@@ -351,16 +350,10 @@ def bucket_lengths(N: int, first: int = 64) -> tuple[int, ...]:
     return tuple(out) + (N,)
 
 
-@contextlib.contextmanager
 def trimmed_to(lengths: tuple[int, ...] | None):
     """Within it, `trim_padding` without its own `lengths` cuts to one of these (`fit` opens it around its
     transform when it replays steps from CUDA graphs: one graph per batch shape); None: exact cuts."""
-    outer = getattr(_STATE, "lengths", None)
-    _STATE.lengths = lengths
-    try:
-        yield
-    finally:
-        _STATE.lengths = outer
+    return _scoped("lengths", lengths)
 
 
 def trim_padding(batch: dict, lengths: tuple[int, ...] | None = None) -> dict:
