@@ -153,3 +153,19 @@ def test_data_fingerprint_sees_every_value():
     before = data_fingerprint(data)
     data.tensors["values"][57, 2, 1] += 1e-3  # not one of 16 evenly spaced samples
     assert data_fingerprint(data) != before
+
+
+def test_a_vector_this_cpu_cannot_match_is_identified_on_another_kernel_set(monkeypatch):
+    """An AVX-512 CPU's float32 kernels round the model's workload differently from the AVX2 kernels that registered
+    it: the id is then found by running the same code on another ATen kernel set in a fresh process, so kept trainings
+    do not read stale (and retrain) on such a CPU. Planted here: the registry's vector of `builders` moved, so only the
+    fresh process (which reads the real registry) can name it."""
+    real = numerics.registry()["builders"]
+    (id_, vec), = real.items()
+    moved = {k: [x + 1.0 for x in v] for k, v in vec.items()}
+    assert numerics.identify("builders", numerics.vector("builders"), {"builders": {id_: moved}}).startswith("~")
+    monkeypatch.setattr(numerics, "CAPABILITIES", ("default",))
+    import torch
+
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX512")  # so "default" is tried
+    assert numerics._on_other_kernels(["builders"]) == {"builders": id_}
