@@ -4,13 +4,18 @@
 #   make plan        what the paper profile costs on an 80 GB H100 (python -m romae.bench plan --help for others)
 #                    -> docs/reproducing.md and reports/plan/paper_h100.json
 #   make dry-run     the paper profile for 2 steps of every training on the CPU (= make reproduce PROFILE=paper
-#                    MAX_STEPS=2 DEVICE=cpu) -> reports/dry-run/paper/; CI runs it
+#                    MAX_STEPS=2 DEVICE=cpu) -> reports/dry-run/paper/; CI runs it (ONLY, TIMEOUT: as for reproduce)
 #   make gpu-check   on a GPU: CUDA tests, benchmarks and the dry run on CUDA -> reports/gpu/
 #   make bench       benchmarks: model sizes (Table 8), Table 9 timings, roofline -> reports/benchmarks/
 #   make reproduce   run the notebooks with papermill -> reports/ (PROFILE=smoke|quick|paper, ONLY=00,03,
 #                    DATASETS=JapaneseVowels,Epilepsy for notebook 12, PARAMS="name=value ...", DOWNLOAD=1 to
 #                    fetch the data the selected notebooks need first; DEVICE=cpu|cuda; MAX_STEPS=2: a dry run
 #                    into reports/dry-run/; PRECISION=tf32|bf16: a named deviation; GPU_MEMORY=80: GB to plan for)
+#                    ONLY left out: every notebook; ONLY= (empty) is refused, it names none
+#                    every notebook has a time limit: TIMEOUT=7200 (seconds, each notebook), TIMEOUT=0 for none;
+#                    left out, 4 x the notebook's estimate (its longest successful run in reports/runs.csv, for
+#                    the paper profile also the plan's hours), at least 1 h (1 h without an estimate). A notebook
+#                    at its limit is stopped and fails (exit 1); what is published stays as it was
 #                    PROFILE=paper stops before training when torch sees no accelerator, unless DEVICE=cpu;
 #                    it exits 3 ("paper profile incomplete") when a notebook was skipped for missing data,
 #                    unless ALLOW_SKIPS=1
@@ -38,6 +43,8 @@ MAX_STEPS ?=
 PRECISION ?=
 GPU_MEMORY ?=
 ALLOW_SKIPS ?=
+# seconds each notebook may run (0: no limit); empty: the runner's default from the notebook's estimate
+TIMEOUT ?=
 # a CUDA build of torch for `make venv` (e.g. https://download.pytorch.org/whl/cu128); empty: pip's default
 TORCH_INDEX ?=
 # nbval runs every cell of every notebook in its default profile (smoke), serially (2 cores); no
@@ -59,7 +66,7 @@ $(STAMP): pyproject.toml
 	@test -x $(VPY) || $(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install -q --upgrade pip
 	$(if $(TORCH_INDEX),$(VPY) -m pip install -q --index-url $(TORCH_INDEX) "$$(grep -o 'torch==[0-9.]*' pyproject.toml)")
-	$(VPY) -m pip install -q -e ".[notebooks,test]"
+	$(VPY) -m pip install -q -e ".[notebooks,test,baselines]"
 	@touch $@
 
 test: venv
@@ -73,9 +80,10 @@ bench: venv
 	$(VPY) -m romae.bench roofline --compile --breakdown --out reports/benchmarks/roofline_cpu_compiled.json
 	$(VPY) -m romae.bench feed --out reports/benchmarks/feed_cpu.json
 
-# executed copies, summary.csv/SUMMARY.md, runs.csv and index.html go to reports/
+# executed copies, summary.csv/SUMMARY.md, runs.csv and index.html go to reports/; ONLY always reaches the runner
+# (quoted), so an empty ONLY= is refused there instead of meaning every notebook
 reproduce: venv
-	$(VPY) -m romae.reproduce --profile $(PROFILE) $(if $(ONLY),--only $(ONLY)) \
+	$(VPY) -m romae.reproduce --profile $(PROFILE) --only "$(ONLY)" $(if $(TIMEOUT),--timeout $(TIMEOUT)) \
 		$(if $(DATASETS),--param datasets=$(DATASETS)) $(foreach p,$(PARAMS),--param $(p)) \
 		$(if $(filter 1 yes true,$(DOWNLOAD)),--download) $(if $(MIRROR),--mirror $(MIRROR)) \
 		$(if $(DEVICE),--device $(DEVICE)) $(if $(MAX_STEPS),--max-steps $(MAX_STEPS)) \
@@ -93,7 +101,8 @@ plan: venv
 # size and sequence length, on the CPU (micro-batches capped), on generated tokens where data is missing;
 # reports in reports/dry-run/paper/ (git-ignored)
 dry-run: venv
-	$(VPY) -m romae.reproduce --profile paper --max-steps 2 --device cpu $(if $(ONLY),--only $(ONLY))
+	$(VPY) -m romae.reproduce --profile paper --max-steps 2 --device cpu --only "$(ONLY)" \
+		$(if $(TIMEOUT),--timeout $(TIMEOUT))
 
 # for whoever has a GPU: CUDA tests, Table 9 and roofline on CUDA, the dry run on CUDA -> reports/gpu/
 # (within 20 minutes); without a GPU it says so and exits 0

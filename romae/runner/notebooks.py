@@ -26,15 +26,20 @@ ROOT = report.ROOT
 # ---------------------------------------------------------------- running notebooks
 
 def select_notebooks(folder: Path, only: str | None = None) -> list[Path]:
-    """notebooks/NN_*.ipynb sorted by name; `only` = comma-separated NN prefixes ("00,03"), or all."""
+    """notebooks/NN_*.ipynb sorted by name; `only` = comma-separated NN prefixes ("00,03"), "all" or None for
+    every one. An `only` that names no notebook (`--only ''`, `make reproduce ONLY=`, blanks or commas alone) or a
+    number no notebook has is a ValueError that lists the numbers there are: never "all" by accident."""
     found = sorted(p for p in Path(folder).glob("[0-9][0-9]_*.ipynb"))
-    if not only or only == "all":
+    have = f"have: {', '.join(p.name[:2] for p in found) or 'none'}"
+    if only is None or only.strip() == "all":
         return found
     wanted = {w.strip() for w in only.split(",") if w.strip()}
+    if not wanted:
+        raise ValueError(f"--only {only!r}: names no notebook; give comma-separated notebook numbers, e.g. 00,03, "
+                         f"or all ({have} in {folder})")
     unknown = wanted - {p.name[:2] for p in found}
     if unknown:
-        raise ValueError(f"--only {only}: no notebook numbered {', '.join(sorted(unknown))} in {folder} "
-                         f"(have: {', '.join(p.name[:2] for p in found) or 'none'})")
+        raise ValueError(f"--only {only}: no notebook numbered {', '.join(sorted(unknown))} in {folder} ({have})")
     return [p for p in found if p.name[:2] in wanted]
 
 

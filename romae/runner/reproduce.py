@@ -4,6 +4,10 @@
     python -m romae.runner.reproduce --profile smoke --only 00,03    # only the notebooks numbered 00 and 03
     python -m romae.runner.reproduce --only 12 --param datasets=JapaneseVowels,Epilepsy   # any notebook parameter
     python -m romae.runner.reproduce --download                      # fetch the data the notebooks need first
+    python -m romae.runner.reproduce --only 12 --timeout 7200        # stop a notebook after 2 h (0: no limit)
+
+`--only` must name notebooks: an empty or blank value (`--only ''`, `make reproduce ONLY=`) or a number no
+notebook has is refused with the numbers there are, before anything runs (exit 2).
 
 A notebook that needs data (its metadata names its experiment module, whose `data_needs(profile,
 **parameters)` says what) is checked before a kernel starts: if its data is not under the data root it is
@@ -28,6 +32,14 @@ Reports are precious, so a run never damages what is there:
 * The terminal tells the story of each notebook: how long its last successful run of this profile took, the
   lines its kernel says (`romae.compendium.terminal`: its plan and estimates, each training's start, end and a line a
   minute, with trainings done / expected and the time left) and, at the end, its result rows.
+* Every notebook runs under a time limit, so a run ends even when a notebook hangs: `--timeout SECONDS`
+  (`make reproduce TIMEOUT=...`) for each notebook, 0 for none; by default LIMIT_FACTOR (4) times its
+  estimate, at least an hour (`time_limit`: its longest successful run of the profile and parameters in
+  runs.csv and, for the paper profile, the plan's hours; an hour when there is neither, e.g. smoke). A
+  notebook still running at its limit has its kernel stopped; the terminal says "notebook NN_name: stopped
+  after 1 h 00 min (the time limit; ...)" and it is a failing notebook like any other: logged "failed" with
+  that error, its executed copy in <reports>/failed/<profile>/, its published artefacts untouched, the others
+  still run, exit code 1. (`--timeout` was a limit per cell before: a limit per notebook bounds every cell.)
 * A run never replaces an artefact of a better profile (paper > quick > smoke): a `quick` run of a
   notebook that has a successful `paper` run publishes to <reports>/quick/ instead.
 * Nothing published names this machine's paths (`redactor`): the data root is written `$ROMAE_DATA`, the
@@ -60,9 +72,12 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
+
+import pandas as pd
 
 from ..compendium import report, terminal, trainings
 from ..compendium.report import show_params, variant_slug
@@ -102,9 +117,10 @@ def git_commit() -> str:
 def run_notebook(source: Path, profile: str, reports: Path, timeout: float | None = None,
                  device: str = "", params: dict | None = None) -> dict:
     """Execute one notebook with papermill in a staging folder and publish it on success; return its
-    runs.csv row. A notebook whose required data is missing is not run (status "skipped"). `params`:
-    parameter overrides (already converted). KeyboardInterrupt (Ctrl-C, SIGTERM) propagates after the
-    staging folder is removed."""
+    runs.csv row. A notebook whose required data is missing is not run (status "skipped"). `timeout`: the
+    notebook's time limit in seconds (None: none): at it, its kernel is stopped and it fails like a failing
+    notebook, with the error "stopped after <limit> (the time limit; ...)". `params`: parameter overrides
+    (already converted). KeyboardInterrupt (Ctrl-C, SIGTERM) propagates after the staging folder is removed."""
     effective, overrides = resolve_params(source, profile, params or {})
     shown = "; ".join(show_params(overrides))
     row = dict(notebook=source.stem, profile=profile, device=device, seconds=0.0, commit=git_commit(), status="ok",
@@ -135,13 +151,15 @@ def run_notebook(source: Path, profile: str, reports: Path, timeout: float | Non
     fd, echo = tempfile.mkstemp(prefix=f"romae-terminal-{source.stem}-", suffix=".log")  # never published
     os.close(fd)
     echo = Path(echo)
-    with _restored_env(report.MANIFEST, "TQDM_DISABLE", terminal.ECHO), _echoed(echo):
+    with _restored_env(report.MANIFEST, "TQDM_DISABLE", terminal.ECHO), _echoed(echo), \
+            _time_limit(timeout, source.stem) as hit:
         os.environ.update({report.MANIFEST: str(manifest), "TQDM_DISABLE": "1", terminal.ECHO: str(echo)})
         try:
-            # KERNEL_QUIET: ipykernel's warning that its local TCP transport is unencrypted, once per notebook
+            # KERNEL_QUIET: ipykernel's warning that its local TCP transport is unencrypted, once per notebook;
+            # no limit per cell (the notebook's own, _time_limit, bounds every cell)
             papermill.execute_notebook(str(source), str(out), parameters=dict(overrides, profile=profile,
                                        reports_dir=str(stage)), kernel_name="python3", cwd=str(ROOT),
-                                       execution_timeout=timeout, progress_bar=False, extra_arguments=KERNEL_QUIET)
+                                       progress_bar=False, extra_arguments=KERNEL_QUIET)
         except KeyboardInterrupt:
             shutil.rmtree(stage, ignore_errors=True)
             raise
@@ -150,7 +168,9 @@ def run_notebook(source: Path, profile: str, reports: Path, timeout: float | Non
                 shutil.rmtree(stage, ignore_errors=True)
                 raise KeyboardInterrupt(f"signal {_INTERRUPTED[-1]}") from None
             status, error = "failed", _first_line(e)
-            if getattr(e, "ename", "") == "DataMissing" and not dry:  # data the needs check did not foresee: a skip
+            if hit:  # its time limit stopped the kernel: that, not the dead kernel, is what went wrong
+                error = stopped_text(hit[0])
+            elif getattr(e, "ename", "") == "DataMissing" and not dry:  # data the needs check did not foresee: a skip
                 status, error, row["note"] = "skipped", "", str(getattr(e, "evalue", e))
     if _INTERRUPTED:  # an interrupt whose exception was swallowed: not a finished run
         shutil.rmtree(stage, ignore_errors=True)
@@ -182,18 +202,169 @@ def run_notebook(source: Path, profile: str, reports: Path, timeout: float | Non
 def last_took(reports: Path, notebook: str, profile: str, params: dict) -> str:
     """' (its last successful <profile> run took 12 min on <device>)', or '' if there was none. `params`: the
     notebook's overrides (resolve_params), as runs.csv names them."""
-    try:
-        runs = all_runs(reports)
-    except Exception:  # an unreadable log: no estimate, not a failure
-        return ""
-    if runs.empty:
-        return ""
-    mine = runs[(runs.notebook == notebook) & (runs.profile == profile) & (runs.status == "ok")
-                & (runs.params == "; ".join(show_params(params)))]
-    if mine.empty:
+    mine = _ok_runs(reports, notebook, profile, params)
+    if mine is None or mine.empty:
         return ""
     last = mine.iloc[-1]
     return f" (its last successful {profile} run took {terminal.duration(float(last.seconds))} on {last.device})"
+
+
+# ---------------------------------------------------------------- time limits
+
+LIMIT_FACTOR = 4  # a notebook's default time limit: this many times its estimate ...
+MIN_LIMIT = 3600.0  # ... and never under an hour; a notebook without an estimate gets an hour
+PLAN_JSON = ROOT / "reports" / "plan" / "paper_h100.json"  # the committed plan (`make plan`)
+LIMIT_HINT = "TIMEOUT=<seconds> or --timeout to change, 0 for none"
+
+
+def limit_text(seconds: float) -> str:
+    """A time limit as the terminal says it: '1 h 00 min', '12 min 05 s', '3 s'."""
+    whole = int(round(seconds))
+    if whole >= 3600:
+        return f"{whole // 3600} h {whole % 3600 // 60:02d} min"
+    if whole >= 60:
+        return f"{whole // 60} min {whole % 60:02d} s"
+    return f"{seconds:g} s"
+
+
+def stopped_text(seconds: float) -> str:
+    """The error of a notebook its time limit stopped (runs.csv, the terminal)."""
+    return f"stopped after {limit_text(seconds)} (the time limit; {LIMIT_HINT})"
+
+
+def _ok_runs(reports: Path, notebook: str, profile: str, params: dict):
+    """The successful runs of `notebook` in `profile` with these parameter overrides that <reports>/runs.csv logs
+    (a DataFrame, possibly empty), or None when there is no readable log."""
+    try:
+        runs = all_runs(reports)
+    except Exception:  # an unreadable log: no estimate, not a failure
+        return None
+    if runs.empty:
+        return None
+    return runs[(runs.notebook == notebook) & (runs.profile == profile) & (runs.status == "ok")
+                & (runs.params == "; ".join(show_params(params)))]
+
+
+def longest_run(reports: Path, notebook: str, profile: str, params: dict) -> float | None:
+    """Seconds of the longest successful run of `notebook` in `profile` with these parameter overrides in
+    <reports>/runs.csv, or None. The longest, not the last: a run whose trainings were all cached or committed
+    takes seconds, the one that trained them hours."""
+    mine = _ok_runs(reports, notebook, profile, params)
+    if mine is None or mine.empty:
+        return None
+    longest = float(pd.to_numeric(mine.seconds, errors="coerce").max())
+    return longest if longest > 0 else None
+
+
+def planned_seconds(notebook: str, rt: runtime.Runtime, plan_json: Path | None = None) -> tuple[float, str] | None:
+    """(seconds, on what) the plan gives notebook `notebook` (its number, "12") in the paper profile, or None (a
+    notebook that trains nothing, a training that fits nowhere, no plan). On an accelerator: the committed plan for
+    one H100 (`make plan`, reports/plan/paper_h100.json) at the run's precision, the longer of its CUDA-graphed and
+    eager-step hours (a training whose capture fails runs eager steps); on the CPU (--device cpu):
+    `romae.compendium.plan`'s hours for the reference CPU in FP32, worked out now (seconds)."""
+    if rt.device == "cpu":
+        try:
+            from ..compendium import plan
+
+            hours = plan.plan("cpu", 1, None, only=[notebook], checked=False,
+                              precisions=("fp32",))["totals"].get(notebook, {}).get("fp32")
+        except Exception:  # the plan is a courtesy here: no estimate, not a failure
+            return None
+        return None if not hours else (hours * 3600, "the plan's for the reference CPU")
+    import json
+
+    precision = rt.precision or "fp32"
+    try:
+        rows = [r for r in json.loads(Path(plan_json or PLAN_JSON).read_text())["rows"] if r["notebook"] == notebook]
+        hours = []
+        for key in ("hours", "eager_hours"):
+            each = [r["precision"][precision].get(key) for r in rows]
+            if each and all(h is not None for h in each):
+                hours.append(sum(each))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    if not hours or not max(hours):
+        return None
+    return max(hours) * 3600, f"the plan's for one H100 in {precision.upper()}"
+
+
+def time_limit(notebook: Path, profile: str, reports: Path, params: dict, rt: runtime.Runtime,
+               given: float | None = None, plan_json: Path | None = None) -> tuple[float | None, str]:
+    """(the notebook's time limit in seconds, None for none; how it was set, for the terminal). `given`: --timeout
+    (TIMEOUT=), 0 for none. Without it, LIMIT_FACTOR times the notebook's estimate and at least MIN_LIMIT; its estimate
+    is the longer of its longest successful run of this profile with these parameter overrides (`params`) in
+    <reports>/runs.csv and, in the paper profile unless a dry run, the plan's (`planned_seconds`); MIN_LIMIT when it
+    has neither (a smoke run, a variant never run, a notebook without a plan)."""
+    if given is not None:
+        return (None, "no time limit (--timeout 0)") if given == 0 or given == float("inf") else \
+            (float(given), f"time limit {limit_text(given)} (--timeout {given:g})")
+    estimates = []
+    measured = longest_run(reports, notebook.stem, profile, params)
+    if measured:
+        estimates.append((measured, f"its longest successful {profile} run"))
+    if profile == "paper" and not rt.dry_run:
+        planned = planned_seconds(notebook.name[:2], rt, plan_json)
+        if planned:
+            estimates.append(planned)
+    if not estimates:
+        return MIN_LIMIT, f"time limit {limit_text(MIN_LIMIT)} (no estimate for it: the minimum)"
+    seconds, what = max(estimates)
+    limit = max(LIMIT_FACTOR * seconds, MIN_LIMIT)
+    return limit, (f"time limit {limit_text(limit)} ({LIMIT_FACTOR} x {what}, {terminal.duration(seconds)}"
+                   + (f"; at least {limit_text(MIN_LIMIT)}" if limit == MIN_LIMIT else "") + ")")
+
+
+def _stop_new_processes(me, before: set[int], grace: float = 5.0) -> None:
+    """Stop this process's descendants that are not in `before` (pids): SIGTERM, SIGKILL to those left after
+    `grace` seconds."""
+    import psutil
+
+    procs = [p for p in me.children(recursive=True) if p.pid not in before]
+    for p in procs:
+        try:
+            p.terminate()
+        except psutil.Error:
+            pass
+    _, alive = psutil.wait_procs(procs, timeout=grace)
+    for p in alive:
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+
+
+@contextmanager
+def _time_limit(seconds: float | None, notebook: str):
+    """Yield a list that gets the limit once it is hit. `seconds` after entering (None: never), unless the block has
+    ended, a thread prints "notebook <notebook>: stopped after ..." and stops every process started inside the block
+    (the notebook's kernel and its children), again each second until the block ends: papermill then fails with a
+    dead kernel, which run_notebook reports as the time limit."""
+    hit: list[float] = []
+    if seconds is None:
+        yield hit
+        return
+    import psutil  # a requirement of accelerate and IPython
+
+    me = psutil.Process()
+    before = {p.pid for p in me.children(recursive=True)}
+    done = threading.Event()
+
+    def watch():
+        if done.wait(seconds):
+            return
+        hit.append(seconds)
+        print(f"notebook {notebook}: {stopped_text(seconds)}", flush=True)
+        while not done.is_set():
+            _stop_new_processes(me, before)
+            done.wait(1.0)
+
+    thread = threading.Thread(target=watch, name=f"time limit of {notebook}", daemon=True)
+    thread.start()
+    try:
+        yield hit
+    finally:
+        done.set()
+        thread.join(timeout=15)
 
 
 # ---------------------------------------------------------------- command line
@@ -240,7 +411,8 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="python -m romae.runner.reproduce", description=__doc__.split("\n")[0])
     parser.add_argument("--profile", default="quick", help=f"one of {', '.join(PROFILES)} (default quick)")
-    parser.add_argument("--only", default="all", help="comma-separated notebook numbers, e.g. 00,03")
+    parser.add_argument("--only", default="all", help="comma-separated notebook numbers, e.g. 00,03, or all (the "
+                        "default); an empty value is refused")
     parser.add_argument("--param", action="append", metavar="NAME=VALUE",
                         help="a notebook parameter (repeatable), e.g. datasets=JapaneseVowels,Epilepsy; set in every "
                              "selected notebook that declares it")
@@ -251,7 +423,12 @@ def _main(argv: list[str] | None) -> int:
     parser.add_argument("--reports", default=None,
                         help="reports folder (default: the ROMAE_REPORTS setting if set, else <repo>/reports)")
     parser.add_argument("--notebooks", default=str(NOTEBOOKS), help="notebooks folder (default <repo>/notebooks)")
-    parser.add_argument("--timeout", type=float, default=None, help="per-cell time limit in seconds")
+    parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                        help=f"time limit per notebook: one still running after it has its kernel stopped and fails "
+                             f"(its published artefacts stay; the others still run); 0: no limit. Default: "
+                             f"{LIMIT_FACTOR} x its estimate (its longest successful run of the profile in runs.csv; "
+                             f"in the paper profile also the plan's hours), at least {limit_text(MIN_LIMIT)}; "
+                             f"{limit_text(MIN_LIMIT)} without an estimate")
     parser.add_argument("--device", choices=runtime.DEVICES, default=None,
                         help="train on this device (default: an accelerator if there is one; the paper profile "
                              "refuses to start without one unless --device cpu)")
@@ -267,6 +444,8 @@ def _main(argv: list[str] | None) -> int:
                              "default such a run is incomplete and exits 3)")
     args = parser.parse_args(argv)
     _INTERRUPTED.clear()
+    if args.timeout is not None and not args.timeout >= 0:
+        parser.error(f"--timeout {args.timeout:g}: give the seconds a notebook may run (> 0), or 0 for no limit")
     try:
         profile = check_profile(args.profile)
         notebooks = select_notebooks(Path(args.notebooks), args.only)
@@ -328,11 +507,13 @@ def _main(argv: list[str] | None) -> int:
     try:
         for i, nb in enumerate(notebooks, 1):
             home = reports / "variants" / variants[nb.name] if variants[nb.name] else reports
-            print(f"[{i}/{len(notebooks)}] {nb.name} ..." + last_took(home, nb.stem, profile,
-                                                                     resolve_params(nb, profile, params)[1]), flush=True)
+            overrides = resolve_params(nb, profile, params)[1]
+            limit, why = time_limit(nb, profile, home, overrides, rt, args.timeout)
+            took = last_took(home, nb.stem, profile, overrides)
+            print(f"[{i}/{len(notebooks)}] {nb.name} ..." + (f"{took}; {why}" if took else f" {why}"), flush=True)
             start = time.perf_counter()
             try:
-                row = run_notebook(nb, profile, reports, args.timeout, device, params)
+                row = run_notebook(nb, profile, reports, limit, device, params)
             except KeyboardInterrupt:
                 row = dict(notebook=nb.stem, profile=profile, device=device, commit=git_commit(), **runtime.stack(),
                            seconds=round(time.perf_counter() - start, 1), status="interrupted",
