@@ -10,19 +10,67 @@ into pinned memory while this one trains (`Feeder`), or a small ArrayDataset is 
 from __future__ import annotations
 
 import math
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
 import torch
 from torch.utils.data import default_collate
 
 from .masking import check_counts, host_hidden_count
 
 
+FLOAT32_EXACT = 2.0 ** 24  # beyond it float32 cannot hold whole units (its values are 2 or more apart)
+
+
+def _positions_tensor(v) -> torch.Tensor:
+    """`positions` as a tensor, kept from float32's rounding: a list of Python floats (torch.as_tensor makes it
+    float32, torch's default) stays float32 unless float32 would round distinct positions of a row together (Unix
+    seconds 60 apart do): then it is kept as float64, with a warning that says so. Float32 positions given as such
+    that reach 2**24 get a warning (what they held before that cast is lost)."""
+    t = torch.as_tensor(v)
+    if not torch.is_tensor(v) and t.dtype == torch.float32 and not (isinstance(v, np.ndarray) and v.dtype == np.float32):
+        try:
+            exact = np.asarray(v, dtype=np.float64)
+        except (TypeError, ValueError):
+            exact = None
+        if exact is not None and exact.ndim >= 1 and exact.size:
+            rows = np.sort(exact.reshape(-1, exact.shape[-1]), axis=-1)  # monotone rounding: merged values adjacent
+            with np.errstate(over="ignore"):
+                rows32 = rows.astype(np.float32)
+            merged = ((rows[:, 1:] != rows[:, :-1]) & (rows32[:, 1:] == rows32[:, :-1])).any(-1)
+            if merged.any():
+                r = int(np.flatnonzero(merged)[0])
+                where = (f"sample {r // exact.shape[1]} on axis {r % exact.shape[1]}" if exact.ndim == 3
+                         else f"row {r}")
+                seen = rows[r][~np.isnan(rows[r])]
+                warnings.warn(f"positions of {where}: {len(np.unique(seen))} distinct times become "
+                              f"{len(np.unique(seen.astype(np.float32)))} in float32 (torch's default for a list of "
+                              "floats), so they are kept as float64, which RoPE reads exactly; pass a float64 array to "
+                              "say so, or subtract a reference time (e.g. t - t.min())", stacklevel=4)
+                return torch.as_tensor(exact)
+    if t.dtype in (torch.float32, torch.float16, torch.bfloat16) and t.device.type == "cpu" and t.numel():
+        real = t[torch.isfinite(t)]
+        top = float(real.abs().max()) if real.numel() else 0.0
+        if top >= FLOAT32_EXACT:
+            gap = float(np.spacing(np.float32(top))) if t.dtype == torch.float32 else float("nan")
+            warnings.warn(f"positions are {str(t.dtype).replace('torch.', '')} and reach {top:.6g}, where "
+                          + (f"float32 values are {gap:g} apart" if t.dtype == torch.float32 else "whole units are lost")
+                          + ": distinct times may have been rounded together before they got here; give float64 "
+                          "positions (RoPE reads them exactly) or subtract a reference time (e.g. t - t.min())",
+                          stacklevel=4)
+    return t
+
+
 class ArrayDataset:
-    """Tensors sharing dim 0 as a dataset: item i is `{name: tensor[i]}`, `batch(idx)` slices them all."""
+    """Tensors sharing dim 0 as a dataset: item i is `{name: tensor[i]}`, `batch(idx)` slices them all.
+
+    Tensors are kept as given; other arrays become tensors by `torch.as_tensor`, except that positions given as a
+    list of floats that float32 would round together stay float64 (with a warning), and float32 positions that
+    reach 2**24 (e.g. Unix seconds) are warned about (`_positions_tensor`)."""
 
     def __init__(self, **tensors):
-        self.tensors = {k: torch.as_tensor(v) for k, v in tensors.items()}
+        self.tensors = {k: _positions_tensor(v) if k == "positions" else torch.as_tensor(v) for k, v in tensors.items()}
         lengths = {len(t) for t in self.tensors.values()}
         if len(lengths) != 1:
             raise ValueError(f"tensors must share their first dimension, got lengths {sorted(lengths)}")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 import numbers
 from pathlib import Path
 
@@ -39,21 +40,59 @@ def _reject_unknown(model: nn.Module, unknown: dict, accepted: tuple[str, ...]) 
                         f"{', '.join(accepted)}")
 
 
-def _check_finite(name: str, bad: Tensor, x: Tensor) -> None:
+MAX_POSITION = 2.0 ** 53  # the largest position magnitude a model reading positions takes: beyond it float64
+#                          cannot hold whole units, and RoPE's angles (position x theta, reduced mod 2 pi) keep no digits
+
+
+def _check_finite(name: str, bad: Tensor, x: Tensor, limit: float | None = None) -> None:
     """Refuse the first non-finite real token (a BadSample naming it): bad [B, N] bool, x [B, N, ...]; on an
-    accelerator, a deferred check (masking.deferred_checks) that keeps only the first bad token's row."""
+    accelerator, a deferred check (masking.deferred_checks) that keeps only the first bad token's row. With
+    `limit`, entries beyond +-limit are refused too (positions: MAX_POSITION)."""
     n_tokens = bad.shape[1]
     first = masking.first_true(bad)
     row = x.reshape(bad.numel(), -1).index_select(0, first.reshape(1))[0]
 
     def error():
         b, n = divmod(int(first), n_tokens)
-        v = row[~torch.isfinite(row)][0].item()
+        v = row[~(torch.isfinite(row) if limit is None else row.abs() <= limit)][0].item()
+        if math.isfinite(v):
+            return masking.BadSample(f"{name} must lie within +-2**53 (about 9.0e15), found {v:g} in ", b,
+                                     f", token {n} (beyond it positions lose whole units and RoPE's angles all their "
+                                     "digits): subtract a reference time, e.g. t - t.min()")
         return masking.BadSample(f"{name} must be finite, found {v} in ", b, f", token {n} (real, non-padded tokens "
                                  "must be finite: mark a missing observation as padding, pad_mask=True, or build the "
                                  "batch with romae.from_sequences)")
 
-    _require(~bad.any(), f"{name} must be finite", error=error)
+    _require(~bad.any(), f"{name} must be finite" + ("" if limit is None else " and within +-2**53"), error=error)
+
+
+def _refuse_complex(name: str, x) -> None:
+    """A complex tensor is refused (a TypeError naming it) rather than cast to real with torch's warning."""
+    if torch.is_tensor(x) and x.is_complex():
+        raise TypeError(f"{name} is {str(x.dtype).replace('torch.', '')}; RoMAE takes real numbers: pass .real or "
+                        ".abs() yourself")
+
+
+def _check_float32_merge(positions: Tensor, pad_mask: Tensor | None) -> None:
+    """pos_encoding='absolute_nd' forms its sin/cos from float32 positions: refuse float64 positions of a sample
+    whose distinct values on an axis float32 would round together (e.g. Unix seconds 60 apart), naming them."""
+    B, A, N = positions.shape
+    p = positions if pad_mask is None else positions.masked_fill(pad_mask.unsqueeze(1), float("nan"))
+    s = p.sort(dim=-1).values  # rounding is monotone: merged values end up side by side; NaN (padding) last
+    s32 = s.float()
+    bad = ((s[..., 1:] != s[..., :-1]) & (s32[..., 1:] == s32[..., :-1])).any(-1)  # [B, A]
+    first = masking.first_true(bad)
+    row = s.reshape(B * A, N).index_select(0, first.reshape(1))[0]
+
+    def error():
+        b, a = divmod(int(first), A)
+        r = row[~torch.isnan(row)]
+        return masking.BadSample("positions of ", b, f" on axis {a}: {r.unique().numel()} distinct positions become "
+                                 f"{r.float().unique().numel()} in float32, which pos_encoding='absolute_nd' computes "
+                                 "its sin/cos in; subtract a reference time (e.g. t - t.min()) or use RoPE (float64 "
+                                 "angles)")
+
+    _require(~bad.any(), "positions merge in float32 (pos_encoding='absolute_nd')", error=error)
 
 
 def _wide(x: Tensor) -> Tensor:
@@ -256,10 +295,12 @@ class RoMAETrunk(nn.Module):
                        **others: Tensor | None) -> tuple[Tensor, Tensor]:
         """Check a batch and return (values, positions) ready for the model; errors name the bad value.
 
-        Values of other dtypes (float64, integers) are cast to the model's dtype. Non-finite values or
-        positions in real tokens are refused (naming the sample); in padded slots they are ignored: the
-        slots are zeroed, so padding never changes real tokens' outputs. `others` (mask, labels) must
-        agree with values on the batch size.
+        Values of other dtypes (float64, integers) are cast to the model's dtype; complex values, positions or
+        labels are refused (TypeError: take .real or .abs() yourself). Non-finite values or positions in real
+        tokens are refused (naming the sample), and so are positions beyond +-2**53 (`MAX_POSITION`) when the
+        encoding reads them, and, for pos_encoding="absolute_nd" (sin/cos in float32), float64 positions that
+        float32 would round together; in padded slots they are ignored: the slots are zeroed, so padding never
+        changes real tokens' outputs. `others` (mask, labels) must agree with values on the batch size.
         """
         if not torch.is_tensor(values):
             raise TypeError(f"values must be a torch.Tensor [B, N, token_dim], got {type(values).__name__}")
@@ -270,6 +311,8 @@ class RoMAETrunk(nn.Module):
         if B == 0 or N == 0:
             raise ValueError(f"empty batch: values has shape {tuple(values.shape)}")
         check_positions(positions, self.cfg.n_axes, N, check_finite=False)
+        for name, x in (("values", values), ("positions", positions), *others.items()):
+            _refuse_complex(name, x)
         sizes = {"positions": positions.shape[0], **{k: v.shape[0] for k, v in
                                                      dict(pad_mask=pad_mask, **others).items() if v is not None}}
         if any(b != B for b in sizes.values()):
@@ -285,13 +328,19 @@ class RoMAETrunk(nn.Module):
             values = values.to(dtype)
         if not positions.is_floating_point():  # float64: integer times (e.g. Unix seconds) stay exact
             positions = positions.double()
+        # positions that the encoding reads must also lie within +-MAX_POSITION (1e300 would give noise angles)
+        reads = self.cfg.pos_encoding in ("rope", "rope_quantized", "absolute_nd")
         for name, x in (("values", values), ("positions", positions.transpose(1, 2))):  # x: [B, N, ...]
-            if not masking._async_checks(x.device) and bool(torch.isfinite(x.sum())):
+            limit = MAX_POSITION if name == "positions" and reads else None
+            if not masking._async_checks(x.device) and bool(
+                    torch.isfinite(x.sum()) if limit is None else x.abs().amax() <= limit):
                 continue  # a finite sum means finite entries: one pass, not isfinite's four (CPU only: it reads back)
-            bad = ~torch.isfinite(x).all(-1)
+            bad = ~(torch.isfinite(x) if limit is None else x.abs() <= limit).all(-1)
             if pad_mask is not None:
                 bad = bad & ~pad_mask
-            _check_finite(name, bad, x)
+            _check_finite(name, bad, x, limit)
+        if self.cfg.pos_encoding == "absolute_nd" and positions.dtype == torch.float64 and N > 1:
+            _check_float32_merge(positions, pad_mask)
         if pad_mask is not None:  # padded slots may hold anything (NaN, inf): never let them in
             values = values.masked_fill(pad_mask.unsqueeze(-1), 0.0)
             positions = positions.masked_fill(pad_mask.unsqueeze(1), 0)

@@ -106,9 +106,20 @@ def _on_main(accelerator, fn):
     return result
 
 
+def _original_units(out: torch.Tensor, scaler) -> torch.Tensor:
+    """Regression outputs [..., k] in standardised units -> out * std + mean (in float64, returned float32), with
+    the training statistics of the targets (`TokenDataset.target_standardizer`: one per target, or one for all)."""
+    mean = torch.as_tensor(np.asarray(scaler.mean, dtype=np.float64).reshape(-1))
+    std = torch.as_tensor(np.asarray(scaler.std, dtype=np.float64).reshape(-1))
+    if mean.numel() != 1 and out.shape[-1] != mean.numel():
+        raise ValueError(f"the model has {out.shape[-1]} outputs, but the data's targets were standardised as "
+                         f"{mean.numel()} (data.target_standardizer); pass original_units=False for the raw outputs")
+    return (out.double() * std + mean).float()
+
+
 @torch.no_grad()
 def predict(model: torch.nn.Module, data, batch_size: int = 256, device: str | torch.device | None = None,
-            progress: bool | None = None, *, as_labels: bool = False, classes=None):
+            progress: bool | None = None, *, as_labels: bool = False, classes=None, original_units: bool = True):
     """Outputs of `model` on every sample of `data`, in order, on the CPU: e.g. logits [n, n_classes].
 
     Eval mode (no dropout), no gradients, batched; only the keys the model takes are passed (labels are
@@ -119,6 +130,10 @@ def predict(model: torch.nn.Module, data, batch_size: int = 256, device: str | t
     `as_labels=True` (classifiers): the predicted classes by name instead, a numpy array [n] (or [n, N] for
     per-token outputs) of the names the builder saw, `data.classes` (e.g. a TokenDataset from
     `from_sequences`), or of `classes=` when the data has none.
+
+    Data built with standardised regression targets (`from_sequences(..., standardize_targets=True)`, or
+    `from_long`; the dataset's `target_standardizer`) gets its outputs back in the targets' original units,
+    out * std + mean with the training statistics, unless `original_units=False` (the model's raw outputs).
     """
     if isinstance(data, dict):  # a batch of tensors {values, positions, ...}: a dataset of it
         data = ArrayDataset(**data)
@@ -154,8 +169,9 @@ def predict(model: torch.nn.Module, data, batch_size: int = 256, device: str | t
     finally:
         model.train(was_training)
     out = torch.cat(outs)
+    targets = getattr(data, "target_standardizer", None)
     if names is None:
-        return out
+        return _original_units(out, targets) if targets is not None and original_units else out
     if out.shape[-1] != len(names):
         raise ValueError(f"the model has {out.shape[-1]} outputs but {len(names)} class names were given")
     table = np.empty(len(names), dtype=object)
