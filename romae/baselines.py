@@ -1,8 +1,9 @@
-"""Simple standard baselines to report beside RoMAE: 1-nearest-neighbour with DTW, the majority class, the
-training mean.
+"""Standard baselines to report beside RoMAE: 1-nearest-neighbour with DTW, MiniRocket (through aeon), the
+majority class, the training mean.
 
     from romae import baselines
     pred = baselines.nn1_dtw(train, test)        # TokenDatasets (from_sequences) or lists of arrays [T_i, C]
+    pred = baselines.minirocket(train, test, seed=0)   # aeon's MiniRocket (pip install -e '.[baselines]')
     acc = metrics.accuracy(test.tensors["labels"], pred)
 
 `nn1_dtw` is the UCR/UEA archive's standard distance baseline: every test series takes the label of the
@@ -208,6 +209,46 @@ def nn1_dtw(train, test, labels=None, window: float | None = 0.1, distances: np.
     if D.shape[1] != len(y):
         raise ValueError(f"nn1_dtw: {len(y)} training labels for {D.shape[1]} training series")
     return y[np.argmin(D, axis=1)]
+
+
+MINIROCKET_MIN_LENGTH = 9  # MiniRocket's kernels are 9 steps long: shorter series are padded to this
+
+
+def padded_collection(series: list[np.ndarray], length: int) -> np.ndarray:
+    """Series [n_i, C] as aeon's equal-length collection [n, C, length]: each padded at its end by repeating its last
+    observed step (no jump to zero, which a convolution would read as a feature). MiniRocket takes no unequal lengths,
+    so a series with dropped steps is compared as the sequence of its observations, as `nn1_dtw` does."""
+    out = np.empty((len(series), series[0].shape[1], length))
+    for k, x in enumerate(series):
+        out[k] = np.concatenate([x, np.repeat(x[-1:], length - len(x), axis=0)]).T
+    return out
+
+
+def minirocket(train, test, labels=None, seed: int = 0, n_kernels: int = 10_000, standardized: bool = False,
+               n_jobs: int = 1) -> np.ndarray:
+    """MiniRocket (Dempster et al. 2021), the field's fast strong baseline, through aeon (the `baselines` extra):
+    random convolutional kernels, then a ridge classifier (class labels) or ridge regressor (float targets).
+    `train`, `test`: TokenDatasets or lists of arrays [T_i, C] (`series_of`: padding removed, original units unless
+    `standardized`); unequal lengths are padded (`padded_collection`) to the longest series of both sets.
+    `labels`: the training labels (default: the dataset's); `seed`: the kernels' random state.
+    -> the predictions, one per test series (labels as given, or float targets)."""
+    try:
+        from aeon.classification.convolution_based import MiniRocketClassifier
+        from aeon.regression.convolution_based import MiniRocketRegressor
+    except ImportError as e:  # pragma: no cover - the extra is part of `make venv`
+        raise ImportError("minirocket needs aeon: pip install -e '.[baselines]' (make venv installs it)") from e
+    y = _labels(train, labels, "minirocket")
+    a, b = series_of(train, "training series", standardized), series_of(test, "test series", standardized)
+    if len(y) != len(a):
+        raise ValueError(f"minirocket: {len(y)} training labels for {len(a)} training series")
+    if a[0].shape[1] != b[0].shape[1]:
+        raise ValueError(f"minirocket: training series have {a[0].shape[1]} channels, test series {b[0].shape[1]}")
+    length = max(MINIROCKET_MIN_LENGTH, max(len(x) for x in a + b))
+    regression = np.issubdtype(y.dtype, np.floating)
+    model = (MiniRocketRegressor if regression else MiniRocketClassifier)(n_kernels=n_kernels, random_state=seed,
+                                                                       n_jobs=n_jobs)
+    model.fit(padded_collection(a, length), y)
+    return model.predict(padded_collection(b, length))
 
 
 def majority_class(train_labels, n: int) -> np.ndarray:

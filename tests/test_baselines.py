@@ -120,3 +120,42 @@ def test_trivial_predictors():
     np.testing.assert_allclose(baselines.training_mean([[1.0, 2.0], [3.0, 6.0]], 2), [[2.0, 4.0], [2.0, 4.0]])
     with pytest.raises(ValueError):
         baselines.training_mean([1.0, np.nan], 2)
+
+
+# ----------------------------------------------------------------------------- MiniRocket (aeon, the baselines extra)
+
+def _waves(n: int, seed: int, lengths=(30, 50)):
+    """Two classes of noisy series of unequal lengths: a sine (class 0) or a square wave (class 1), 2 channels."""
+    rng = np.random.default_rng(seed)
+    xs, ys = [], []
+    for i in range(n):
+        t = np.arange(rng.integers(*lengths)) / 4.0
+        wave = np.sin(t) if i % 2 == 0 else np.sign(np.sin(t))
+        xs.append(np.stack([wave, -wave], 1) + 0.1 * rng.standard_normal((len(t), 2)))
+        ys.append(i % 2)
+    return xs, np.array(ys)
+
+
+def test_minirocket_classifies_unequal_lengths_and_is_seeded():
+    pytest.importorskip("aeon")
+    (a, ya), (b, yb) = _waves(20, 0), _waves(20, 1, lengths=(40, 70))  # test series longer than any training one
+    pred = baselines.minirocket(a, b, labels=ya, seed=0, n_kernels=84 * 4)
+    assert (pred == yb).mean() >= 0.9
+    assert np.array_equal(pred, baselines.minirocket(a, b, labels=ya, seed=0, n_kernels=84 * 4))
+
+
+def test_minirocket_pads_with_the_last_step_and_refuses_mismatched_channels():
+    pytest.importorskip("aeon")
+    out = baselines.padded_collection([np.arange(6.0).reshape(3, 2)], 5)
+    assert out.shape == (1, 2, 5) and out[0, 0].tolist() == [0, 2, 4, 4, 4]
+    a, ya = _waves(6, 0)
+    with pytest.raises(ValueError, match="2 channels, test series 1"):
+        baselines.minirocket(a, [x[:, :1] for x in a], labels=ya)
+
+
+def test_minirocket_regresses_float_targets():
+    pytest.importorskip("aeon")
+    a, _ = _waves(30, 2)
+    y = np.array([x[:, 0].std() * 10 for x in a])  # amplitude spread: a sine's std < a square wave's
+    pred = baselines.minirocket(a, a, labels=y, seed=0, n_kernels=84 * 4)
+    assert pred.dtype.kind == "f" and np.corrcoef(pred, y)[0, 1] > 0.9

@@ -72,6 +72,25 @@ def test_guide_classification_example_runs_and_classifies(capsys):
     assert re.search(r"predicted: \[('(Badminton|Running|Standing|Walking)' ?){4}\]", out), out
 
 
+def test_guide_images_example_runs_beside_its_pixel_baseline(capsys):
+    """The user guide's images example (scikit-learn's bundled digits: no download), cut to 2 epochs to spare CI:
+    RoMAE's accuracy and the logistic regression on the pixels beside it are both printed, the baseline a real one."""
+    section = GUIDE.read_text().split("## Classify your own images", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    assert "epochs=10," in code and "LogisticRegression" in code and "patch_size=" in code
+    exec(compile(code.replace("epochs=10,", "epochs=2,"), str(GUIDE), "exec"), {})
+    out = capsys.readouterr().out
+    romae_acc = float(re.search(r"RoMAE test accuracy: ([0-9.]+)", out).group(1))
+    pixels = float(re.search(r"logistic regression on pixels: ([0-9.]+)", out).group(1))
+    assert 0.1 < romae_acc <= 1 and pixels > 0.8, out  # ten classes: chance is 0.1
+
+
+def test_guide_examples_show_progress():
+    """A 7-minute run that prints nothing looks hung: the examples leave fit's progress bar on."""
+    for doc in (README, GUIDE):
+        assert "progress=False" not in doc.read_text(), doc.name
+
+
 def test_readme_is_a_two_minute_read():
     """Everything beyond what a newcomer needs lives in docs/ (issue 42): the README stays short."""
     lines = README.read_text().splitlines()

@@ -101,7 +101,8 @@ def test_runs_unchanged_on_an_unseen_unequal_length_dataset(tmp_path):
     assert lengths.min() < lengths.max()  # unequal after the drop
     rows = pd.read_csv(tmp_path / "reports" / "results.csv")
     baseline = rows[rows.setting.str.endswith("(baseline)")]
-    assert set(baseline.setting) == {"Toy, 1-NN DTW (baseline)", "Toy, 2 labelled per class, 1-NN DTW (baseline)"}
+    assert set(baseline.setting) == {f"Toy, {labels}{model} (baseline)" for model in ("1-NN DTW", "MiniRocket")
+                                     for labels in ("", "2 labelled per class, ")}
     assert baseline.note.str.contains("same 12 test series as RoMAE").all()
     rows = rows[~rows.setting.str.endswith("(baseline)")]
     assert set(rows.setting) == {"Toy", "Toy, from scratch", "Toy, 2 labelled per class, pre-trained",
@@ -272,5 +273,7 @@ def test_basicmotions_baselines_on_the_dropped_test_series(data_root):
     every = base[base.labels == "all labels"].set_index("model").accuracy
     assert every["1-NN DTW"] == 0.85  # 34 of the 40 test series
     assert every["majority class"] == 0.25  # four balanced classes
-    scarce = base[base.labels == "2 labelled per class"]
+    scarce = base[(base.labels == "2 labelled per class") & (base.model == "1-NN DTW")]
     assert list(scarce.seed) == [69, 84, 1066] and (scarce.n_labelled == 8).all()
+    rocket = base[base.model == "MiniRocket"]  # one run per seed (its kernels), all labels and label-scarce
+    assert list(rocket.seed) == [69, 84, 1066] * 2 and (rocket.accuracy > 0.25).all()

@@ -68,12 +68,13 @@ def plot_accuracy(res: dict):
             else:  # one seed: no spread to draw
                 ax.plot(x0 + k + 0.3, g.accuracy.mean(), "_", color="k", ms=12, label="mean (one seed: std n/a)")
             base = res["results"][name].get("baselines")
-            if base is not None:  # 1-NN DTW with the same labelled series, on the same test series
+            if base is not None:  # the baselines with the same labelled series, on the same test series
                 labels = variant.split(", ", 1)[1] if ", " in variant else "all labels"
-                b = base[(base.model == "1-NN DTW") & (base.labels == labels)]
-                if len(b):
-                    ax.hlines(b.accuracy.mean(), x0 + k - 0.4, x0 + k + 0.4, colors="tab:red", linestyles=":",
-                              label="1-NN DTW, same labels (baseline)")
+                for model, colour, style in (("1-NN DTW", "tab:red", ":"), ("MiniRocket", "tab:purple", "--")):
+                    b = base[(base.model == model) & (base.labels == labels)]
+                    if len(b):
+                        ax.hlines(b.accuracy.mean(), x0 + k - 0.4, x0 + k + 0.4, colors=colour, linestyles=style,
+                                  label=f"{model}, same labels (baseline)")
         p = peers[peers.benchmark == name]
         if len(p):  # the paper's RoMAE (thin black) over the best peer (broad orange band): both seen when equal
             lo, hi = x0 - 0.4, x0 + len(variants) - 0.4
