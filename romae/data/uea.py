@@ -14,8 +14,16 @@ dimension by `,`, `?` (or NaN) a missing value, and the class label (or regressi
 * A case is returned time-major, float64 `[T, C]` (the file is channel-major). Within a case, shorter
   dimensions are padded at the end with NaN; with time stamps, dimensions are aligned on the sorted
   union of their (numeric only) time stamps, NaN where a dimension was not observed.
-* Header claims are checked (number of dimensions, declared class labels, @equalLength/@seriesLength);
-  unknown `@` tags are ignored. Every error is a ValueError "<file> line <n>: <what was wrong>".
+* Header claims are checked (number of dimensions, declared class labels, @equalLength/@seriesLength, and
+  within a case: under @equalLength true every dimension of equal length, under @missing false no `?` or NaN);
+  unknown `@` tags are ignored. Time stamps must be finite and within float32's range (|t| <= 3.4e38); values
+  may be infinite here (the builders refuse them, naming the sample). Every error is a ValueError
+  "<file> line <n>: <what was wrong>".
+* The file is read as a stream, a line at a time (lines numbered as `str.splitlines` numbers them), so memory
+  follows what is parsed, not the file's size, and a file fails at its first bad line: before @data a line is
+  judged from its first 4 KB (a binary file fails at its first line, however long) and may not exceed 1 MiB.
+* `load` refuses a test file whose number of channels, or kind (classification / regression), differs from
+  its train file's.
 
 Checksums: the archive publishes none. Before parsing, `load` checks each file against its constant in
 `KNOWN_SHA256` where there is one (it always wins), else against any `SHA256SUMS` in `<root>/uea/` (keys
@@ -55,6 +63,10 @@ _INT_TAGS = {"dimensions", "serieslength"}
 _PAIR = re.compile(r"\(([^()]*)\)")  # one "(time,value)" pair
 _PAIRS = re.compile(r"\s*\([^(),]*,[^(),]*\)(?:\s*,\s*\([^(),]*,[^(),]*\))*\s*")  # a whole dimension
 _COLON_OUTSIDE_PARENS = re.compile(r":(?![^()]*\))")  # so "(2020-01-01 10:00:00,1)" is not split
+_HEAD_PEEK = 4096  # characters of a line before @data read before judging whether it can be a header line
+_HEAD_MAX = 1 << 20  # the longest line (header or comment) accepted before @data, in characters
+_BREAKS = ("\n", "\r", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")  # str.splitlines' breaks
+_FLOAT32_MAX = float(np.finfo(np.float32).max)  # 3.4028235e38: larger time stamps have no float32 value
 
 
 @dataclass
@@ -102,6 +114,13 @@ def _timed(text: str, dim: int, fail) -> tuple[np.ndarray, np.ndarray]:
         bad = next((s for s in t_tok if not _is_float(s)), t_tok[0])
         raise fail(f"dimension {dim}: timestamp {bad!r} is not a number "
                    f"(only numeric time stamps are supported)") from None
+    out = ~np.isfinite(t) | (np.abs(t) > _FLOAT32_MAX)
+    if out.any():  # the first in the file's order, as written
+        i = int(np.argmax(out))
+        if not np.isfinite(t[i]):
+            raise fail(f"dimension {dim}: timestamp {t_tok[i].strip()!r} is not finite")
+        raise fail(f"dimension {dim}: timestamp {t_tok[i].strip()!r} is beyond float32's range "
+                   f"(magnitude above {_FLOAT32_MAX:.8g})")
     v = _numbers(",".join(v_tok), f"dimension {dim}: value", fail)
     order = np.argsort(t, kind="stable")
     t, v = t[order], v[order]
@@ -124,27 +143,121 @@ def _parse_bool(value: str, tag: str, fail) -> bool:
     return value.lower() == "true"
 
 
-def read_ts(path: str | Path) -> TSData:
-    """Read one `.ts` file (format: module docstring)."""
-    path = Path(path)
-    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    lineno = 0
+class _Lines:
+    """The lines of an open text file, read one physical line at a time and numbered as `str.splitlines` numbers
+    them (it also breaks at \\v, \\f, \\x1c-\\x1e, \\x85, \\u2028, \\u2029): `lineno` is the number of the line
+    last yielded. Iterate once (`iter`), and set `header` false when @data is read.
 
-    def fail(msg: str) -> ValueError:
-        return ValueError(f"{path.name} line {lineno}: {msg}")
+    While `header` is true a line is read at most _HEAD_PEEK characters at a time: one whose first characters
+    cannot begin a header, comment or blank line is refused from them (so a binary file fails at its first line,
+    however long), and one longer than _HEAD_MAX is refused. After @data a line is read whole (a case: its text is
+    proportional to what it parses into)."""
+
+    def __init__(self, f, name: str):
+        self.f, self.name, self.lineno, self.header = f, name, 0, True
+
+    def fail(self, msg: str) -> ValueError:
+        return ValueError(f"{self.name} line {self.lineno}: {msg}")
+
+    def __iter__(self):
+        carry = ""  # before @data: the start of a line whose end is not read yet
+        while True:
+            if not self.header and not carry:  # a case: the whole physical line
+                chunk = self.f.readline()
+                if not chunk:
+                    return
+                for line in chunk.splitlines():
+                    self.lineno += 1
+                    yield line
+                continue
+            size = (_HEAD_MAX if carry else _HEAD_PEEK) if self.header else -1
+            chunk = self.f.readline(size)
+            text, carry = carry + chunk, ""
+            if not text:
+                return
+            pieces = text.splitlines(keepends=True)
+            if 0 < size == len(chunk) and not pieces[-1].endswith(_BREAKS):  # the last line goes on
+                carry = pieces.pop()
+            for piece in pieces:
+                self.lineno += 1
+                yield piece.splitlines()[0]
+            if carry and self.header:
+                start = carry.lstrip()
+                if start and not start.startswith(("@", "#", "%")):
+                    self.lineno += 1
+                    raise self.fail(f"expected a header line (@...) or @data, got {start[:60]!r}")
+                if len(carry) > _HEAD_MAX:
+                    self.lineno += 1
+                    raise self.fail(f"a line before @data longer than {_HEAD_MAX} characters")
+
+
+def _check_case(lengths: list[int], equal_length: bool, values: list[np.ndarray] | None,
+                times: list[np.ndarray] | None, fail) -> None:
+    """Refuse a case that contradicts the header: under @equalLength true, a dimension whose length (`lengths`,
+    one per dimension) differs from the first's; under @missing false (pass the dimensions' `values`, and their
+    `times` if any, where the case may hold a missing value), a '?' or NaN."""
+    if equal_length:
+        for d, n in enumerate(lengths[1:], 2):
+            if n != lengths[0]:
+                raise fail(f"dimension {d} has {n} values but dimension 1 has {lengths[0]}, under @equalLength true")
+    for d, v in enumerate(values or (), 1):
+        gap = np.isnan(v)
+        if gap.any():
+            k = int(np.argmax(gap))
+            where = f"at time {times[d - 1][k]:g}" if times is not None else f"value {k + 1}"
+            raise fail(f"dimension {d}: missing value ('?' or NaN, {where}) under @missing false")
+
+
+def _case(fields: list[str], fail) -> tuple[list[int], np.ndarray, np.ndarray, bool]:
+    """A case's dimensions (its `:` fields, label removed) parsed: (each dimension's length, all values in one
+    array, dimension after dimension, the case as float64 [T, C] with shorter dimensions padded at the end with
+    NaN, whether a value is missing). One numpy conversion for the whole case, of the same tokens as `_numbers`
+    per dimension (so the same numbers); where it fails, `_numbers` per dimension names the bad value."""
+    text = (fields[0] if len(fields) == 1 else ",".join(fields)).replace("?", "nan")
+    try:
+        flat = np.array(text.split(","), dtype=np.float64)
+        lengths = [field.count(",") + 1 for field in fields]
+    except ValueError:
+        dims = [_numbers(field, f"dimension {d + 1}: value", fail) for d, field in enumerate(fields)]
+        flat, lengths = np.concatenate(dims), [len(v) for v in dims]
+    # only a token with an 'n' ("nan", "NaN", "?" -> "nan") reads as NaN: look at the numbers only then
+    holes = ("n" in text or "N" in text) and bool(np.isnan(flat).any())
+    if lengths.count(lengths[0]) == len(lengths):
+        x = flat.reshape(len(lengths), lengths[0]).T.copy()  # C-ordered [T, C], as np.stack(dims, axis=1)
+    else:
+        x = np.full((max(lengths), len(lengths)), np.nan)
+        for c, v in enumerate(np.split(flat, np.cumsum(lengths[:-1]))):
+            x[: len(v), c] = v
+    return lengths, flat, x, holes
+
+
+def read_ts(path: str | Path) -> TSData:
+    """Read one `.ts` file (format: module docstring), as a stream: a line at a time, failing at the first line
+    that is malformed or contradicts the header."""
+    path = Path(path)
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return _read_ts_lines(_Lines(f, path.name), path.name)
+
+
+def _read_ts_lines(lines: _Lines, filename: str) -> TSData:
+    """`read_ts` on the lines of an open file."""
+    fail, it = lines.fail, iter(lines)
 
     # ---- header
     head: dict[str, object] = {}
     class_names: list[str] | None = None
-    for lineno, raw in enumerate(lines, 1):
+    for raw in it:
         line = raw.strip()
         if not line or line.startswith(("#", "%")):  # '%': ARFF-style comments, found in some archive files
             continue
         if not line.startswith("@"):
             raise fail(f"expected a header line (@...) or @data, got {line[:60]!r}")
+        if not line[1:].split():
+            raise fail("'@' without a tag name")
         name, *rest = line[1:].split()  # `name` as written, for messages
         tag = name.lower()
         if tag == "data":
+            lines.header = False
             break
         if tag == "problemname":
             head[tag] = " ".join(rest)
@@ -164,8 +277,7 @@ def read_ts(path: str | Path) -> TSData:
                 if not class_names:
                     raise fail("@classLabel true must be followed by the class names")
     else:
-        raise ValueError(f"{path.name}: no @data line")
-    data_line = lineno
+        raise ValueError(f"{filename}: no @data line")
     timestamps = bool(head.get("timestamps", False))
     is_class, is_target = bool(head.get("classlabel", False)), bool(head.get("targetlabel", False))
     if is_class and is_target:
@@ -174,10 +286,11 @@ def read_ts(path: str | Path) -> TSData:
     if head.get("univariate") and expected != 1:
         raise fail(f"@univariate true but @dimensions {expected}")
     known = set(class_names or ())
+    equal_length, missing = bool(head.get("equallength")), bool(head.get("missing", True))
 
     # ---- cases
     series, times, labels = [], [] if timestamps else None, []
-    for lineno, raw in enumerate(lines[data_line:], data_line + 1):
+    for raw in it:
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
@@ -197,21 +310,17 @@ def read_ts(path: str | Path) -> TSData:
 
         if timestamps:
             parsed = [_timed(text, d + 1, fail) for d, text in enumerate(fields)]
+            _check_case([len(p[0]) for p in parsed], equal_length, None if missing else [p[1] for p in parsed],
+                        [p[0] for p in parsed], fail)
             t = np.unique(np.concatenate([p[0] for p in parsed]))  # sorted union of the time stamps
             x = np.full((len(t), expected), np.nan)
             for c, (tc, vc) in enumerate(parsed):
                 x[np.searchsorted(t, tc), c] = vc
             times.append(t)
         else:
-            dims = [_numbers(text, f"dimension {d + 1}: value", fail)
-                    for d, text in enumerate(fields)]
-            length = max(len(v) for v in dims)
-            if all(len(v) == length for v in dims):
-                x = np.stack(dims, axis=1)
-            else:  # unequal dimensions within the case: pad the shorter ones at the end with NaN
-                x = np.full((length, expected), np.nan)
-                for c, v in enumerate(dims):
-                    x[: len(v), c] = v
+            lengths, flat, x, holes = _case(fields, fail)
+            gaps = holes and not missing
+            _check_case(lengths, equal_length, np.split(flat, np.cumsum(lengths[:-1])) if gaps else None, None, fail)
         # header claims about lengths
         if head.get("equallength"):
             want = head.get("serieslength", len(series[0]) if series else len(x))
@@ -219,8 +328,7 @@ def read_ts(path: str | Path) -> TSData:
                 raise fail(f"series length {len(x)}, but @equalLength true with length {want}")
         series.append(x)
 
-    lineno = len(lines)
-    if not series:
+    if not series:  # (`lines.lineno` is now the number of lines)
         raise fail("no cases after @data")
     lengths = {len(x) for x in series}
     if is_class:
@@ -375,12 +483,25 @@ def load(name: str, root: str | Path | None = None, download: bool = False) -> d
                                        "pass download=True (needs internet)", names=f"uea:{name}")
     _verify(name, uea)
     train, test = read_ts(paths["train"]), read_ts(paths["test"])
+    _check_splits(paths["train"], train, paths["test"], test)
     classes = list(train.class_names or [])
     if classes and test.labels is not None:
         unknown = sorted(set(test.labels.tolist()) - set(classes))
         if unknown:
             raise ValueError(f"{paths['test']}: labels {unknown} are not classes of the train file")
     return {"name": name, "train": train, "test": test, "classes": classes, "folder": str(uea / name)}
+
+
+def _check_splits(train_path: Path, train: TSData, test_path: Path, test: TSData) -> None:
+    """Refuse a test file that does not fit its train file: another number of channels, or a regression file
+    (@targetLabel true) paired with a classification one (@classLabel true); an unlabelled file fits either."""
+    if test.n_channels != train.n_channels:
+        raise ValueError(f"{test_path} has {test.n_channels} channels but the train file {train_path} has "
+                         f"{train.n_channels}: the two files of a data set must have the same channels")
+    kind = {path: None if d.labels is None else "classification (@classLabel true)" if d.class_names is not None
+            else "regression (@targetLabel true)" for path, d in ((train_path, train), (test_path, test))}
+    if None not in kind.values() and kind[train_path] != kind[test_path]:
+        raise ValueError(f"{train_path} is {kind[train_path]} but {test_path} is {kind[test_path]}")
 
 
 def checksum_state(name: str, root: str | Path | None = None) -> str:
