@@ -44,10 +44,10 @@ ROUND = 6  # significant digits of an unregistered vector's id
 
 # path -> the library modules whose numbers its workload covers (file names in romae/)
 PATHS = {
-    "model": ("config.py", "rope.py", "patching.py", "masking.py", "kernels.py", "model.py"),
+    "model": ("config.py", "rope.py", "patching.py", "masking.py", "kernels.py", "inputs.py", "model.py"),
     "train": ("train.py", "engine.py", "graphs.py", "optim.py", "feeding.py", "checkpoint.py", "recipe.py"),
     "metrics": ("metrics.py",),
-    "builders": ("builders.py", "store.py"),
+    "builders": ("builders.py", "sequence_checks.py", "store.py"),
     "images": ("images.py",),
     "audio": ("audio.py",),
     "baselines": ("baselines.py",),
