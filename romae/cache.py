@@ -206,23 +206,34 @@ def _load(path: Path, twin: Path) -> tuple[bool, Any]:
     """(True, result) for a verified entry, else (False, None) -- with a warning unless simply absent."""
     if not path.exists():
         return False, None
+    verdict, reason, result = verified(path, twin)
+    if verdict is not None:
+        return _unusable(path, verdict, reason)
+    return True, result
+
+
+def verified(path: Path, twin: Path) -> tuple[str | None, str, Any]:
+    """(None, "", result) for an entry whose .pt has the sha256 its twin records and unpickles, else (verdict, reason,
+    None): 'unverifiable' (a file missing, a twin without a hash) or 'corrupted' (a mismatch, an unreadable file or
+    twin, a load error). Warns of nothing: `_load` (the results cache) and `romae.compendium.trainings.check` (the
+    record of trainings) say it their way."""
     try:
         meta = json.loads(twin.read_text())
         expected = meta.get("sha256") if isinstance(meta, dict) else None
         data = path.read_bytes()
     except FileNotFoundError as e:
-        return _unusable(path, "unverifiable", f"{Path(e.filename or twin).name} is missing")
+        return "unverifiable", f"{Path(e.filename or twin).name} is missing", None
     except (OSError, ValueError) as e:  # unreadable, or a damaged .json
-        return _unusable(path, "corrupted", f"{type(e).__name__}: {e}")
+        return "corrupted", f"{type(e).__name__}: {e}", None
     if expected is None:
-        return _unusable(path, "unverifiable", f"{twin.name} records no sha256 (older format)")
+        return "unverifiable", f"{twin.name} records no sha256 (older format)", None
     actual = hashlib.sha256(data).hexdigest()
     if actual != expected:
-        return _unusable(path, "corrupted", f"sha256 {actual[:12]}, {twin.name} says {str(expected)[:12]}")
+        return "corrupted", f"sha256 {actual[:12]}, {twin.name} says {str(expected)[:12]}", None
     try:
-        return True, torch.load(io.BytesIO(data), weights_only=False)
+        return None, "", torch.load(io.BytesIO(data), weights_only=False)
     except Exception as e:  # noqa: BLE001 -- whatever unpickling raises
-        return _unusable(path, "corrupted", f"{type(e).__name__}: {e}")
+        return "corrupted", f"{type(e).__name__}: {e}", None
 
 
 def _unusable(path: Path, verdict: str, reason: str) -> tuple[bool, None]:

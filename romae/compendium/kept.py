@@ -38,7 +38,8 @@ def kept(name: str, config: Any, compute: Callable[[], Any], cache_dir=None, ref
          require: tuple[str, ...] = (), planned: float | None = None, code: str | None = None,
          made_of: dict | None = None, depth: int = 2) -> Any:
     """compute()'s result for `config` and the code that produces it: from the results cache, else from the committed
-    record of trainings (an entry with every member of `require`), else computed, measured and written to both (the
+    record of trainings (an entry that verifies, `trainings.check`, with every member of `require`; one set aside is
+    said in the terminal and trained again), else computed, measured and written to both (the
     record only while one is open, `trainings.open_folder`). The device it ran on is noted (`trainings.devices`).
     `code` / `made_of`: the code to key on and what it is made of (default: `romae.cache.code_for` of the callers'
     modules, `depth` frames up)."""

@@ -14,11 +14,26 @@ there (`fit_cached(need_weights=True)` retrains where weights must be had).
 `romae.compendium.kept` reads here after the local cache, so a resumed run trains only what is missing; it writes
 here only while a record is open: `$ROMAE_TRAININGS` names its folder (`make reproduce` opens <reports>/trainings/).
 An entry is named by its config and by the *numbers* of the code that trained it (`romae.numerics`), so a comment,
-a moved function or a reworded message keeps it current; it is stale (`state`) only when the code would now compute
-other numbers (its key no longer matches: it is retrained, like any artefact of such code), and damaged when its
-twin does not hash to its name (copied or edited by hand: never used).
+a moved function or a reworded message keeps it current.
 
-    python -m romae.compendium.trainings [--reports reports]     # every kept training: current or stale, time, memory, plan
+An entry verifies itself (`check`, the one decision the loader and the command line share), and a run does one of
+three things with it (`Verdict`):
+- use: its twin's config and code hash to its name, its code_of hashes to its code, its .pt has the sha256 its twin
+  records and unpickles, and what the twin says of the .pt (summary, bytes, members left out) is what the .pt holds;
+- retrain: its code would now compute other numbers (`state`: stale), so a run keys the training anew and never asks
+  for this entry; or the run needs a member (the weights) that was left out of it;
+- set aside: it fails a check above (copied under another training's name, edited by hand, truncated): never used;
+  a run that asks for it warns, says so in the terminal of `make reproduce`, and trains again, writing the entry
+  under its key (the loader leaves the files it sets aside as they are; a retraining written into the same record
+  replaces them, and git keeps what it replaced).
+(A run looks in this machine's results cache first: what it finds there it uses without reading the record.)
+What a twin says of the training but no .pt can confirm (its device, stack, wall time, peak memory, the plan's
+estimate, when it finished) is sealed since entries carry a `seal` (a sha256 of the whole twin): an entry whose seal
+does not match is still used (its numbers are verified) but flagged, with a warning and a terminal line, as edited
+after it was written. Entries kept before seals (every entry committed before them: 121 + 22) are *unsealed*:
+their facts are descriptive, not verified.
+
+    python -m romae.compendium.trainings [--reports reports] [--each]   # what the next run does with each entry
 """
 
 from __future__ import annotations
@@ -32,15 +47,19 @@ import resource
 import sys
 import time
 import warnings
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from . import terminal
+
 ENV = "ROMAE_TRAININGS"
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT = ROOT / "reports" / "trainings"
+SEAL = "seal"  # a twin's member: the sha256 of the rest of it (`seal_of`), written by `save`
 WEIGHTS_LIMIT = 1 << 20  # bytes: weights at most this large are kept with their training (Pendulum's 0.3 MB)
 _DEVICES: dict[str, None] = {}  # the devices of the trainings this process read from the record or ran, in order
 
@@ -203,8 +222,9 @@ def measured():
 # ----------------------------------------------------------------------------- the record
 
 def save(key: str, result: Any, meta: dict, folder: Path | None = None) -> Path | None:
-    """Write `result` (compacted) as <folder>/<key>.pt and its readable twin; nothing without an open record.
-    meta: config, code, code_of (as the results cache records them) and facts (`measured`, planned_seconds)."""
+    """Write `result` (compacted) as <folder>/<key>.pt and its readable twin, sealed (`seal_of`); nothing without an
+    open record. meta: config, code, code_of (as the results cache records them) and facts (`measured`,
+    planned_seconds)."""
     from .. import runtime
     from ..cache import _publish
 
@@ -219,10 +239,18 @@ def save(key: str, result: Any, meta: dict, folder: Path | None = None) -> Path 
     twin = dict(meta, sha256=hashlib.sha256(data).hexdigest(), dropped=dropped, bytes=len(data),
                 summary=_scalars(kept), device=runtime.device_label(runtime.current().device),
                 stack=runtime.stack(), finished=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    twin = json.loads(json.dumps(twin, default=str))  # as it reads back (what the seal must match)
+    twin[SEAL] = seal_of(twin)
     path = folder / f"{key}.pt"
     _publish(path, folder / f"{key}.json", data, twin)
     ran_on(twin["device"])
     return path
+
+
+def seal_of(meta: dict) -> str:
+    """A twin's seal: the sha256 of its canonical JSON, every member but the seal itself."""
+    body = {k: v for k, v in meta.items() if k != SEAL}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def _keyed_right(key: str, meta: dict) -> bool:
@@ -236,30 +264,151 @@ def _keyed_right(key: str, meta: dict) -> bool:
         return False
 
 
-def load(key: str, require: tuple[str, ...] = (), folders: list[Path] | None = None) -> tuple[bool, Any]:
-    """(True, result) for a verified kept entry named `key` with every member of `require`, else (False, None).
-    An entry whose twin does not hash to its key is refused with a warning (copied or edited by hand)."""
-    from ..cache import _load, _lock
+USE, RETRAIN, SET_ASIDE, ABSENT = "use", "retrain", "set aside", "absent"
 
-    for folder in (globals()["folders"]() if folders is None else folders):
-        path, twin = folder / f"{key}.pt", folder / f"{key}.json"
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a run does with a kept training (`check`, `next_run`): USE it, RETRAIN it (`why`: its code's numbers
+    changed, or it lacks a member the run needs), SET_ASIDE it (`why`: it failed a check; the run retrains it), or
+    ABSENT (no such entry in that folder). `note`: what a used entry's reader should know (unsealed, seal broken)."""
+
+    action: str
+    why: str = ""
+    note: str = ""
+
+    def __str__(self) -> str:
+        if self.action == USE:
+            return USE + (f" ({self.note})" if self.note else "")
+        return f"{self.action} (why: {self.why})" if self.why else self.action
+
+
+UNSEALED = "unsealed: kept before twins were sealed; its device, times and memory are descriptive, not verified"
+EDITED = "its twin was edited after it was written"
+CALLER_CODE = "its code was named by its caller (no code_of): used whenever a run names the same code"
+
+
+def _canonical(obj: Any) -> str:
+    """JSON that two equal summaries share whatever their key types and NaNs (a twin's, read back, and the .pt's)."""
+    return json.dumps(json.loads(json.dumps(obj, default=str)), sort_keys=True)
+
+
+def _twin_lies(key: str, meta: dict) -> str:
+    """Why twin `meta` cannot be the entry named `key` (copied, or edited by hand), or '' when nothing says so."""
+    from .. import numerics
+
+    if not _keyed_right(key, meta):
+        return ("its config and code do not hash to its key (an entry copied under another training's name, or its "
+                "config or code edited by hand)")
+    made_of = meta.get("code_of")
+    if made_of is not None:
+        try:
+            same = numerics.code_id(made_of) == meta["code"]
+        except (TypeError, ValueError):
+            same = False
+        if not same:
+            return "its code_of (the modules and numbers it records) does not hash to its code (edited by hand)"
+    elif meta.get("modules"):  # the format before the re-key: no run keys a training by its modules' bytes any more
+        return "keyed by the bytes of its modules (before the re-key), with no code_of: no run keys a training so now"
+    elif SEAL not in meta:  # a code named by its caller is vouched for by the seal of a twin written since seals
+        return "its twin records no code_of and has no seal: nothing says what code made it"
+    dropped = meta.get("dropped", [])
+    if not isinstance(dropped, list) or not all(isinstance(d, str) for d in dropped):
+        return f"its twin's dropped is {dropped!r}, not a list of member names"
+    return ""
+
+
+def _pt_disagrees(meta: dict, result: Any, size: int, require: tuple[str, ...]) -> str:
+    """What twin `meta` says of its .pt (`size` bytes, unpickled to `result`) that the .pt contradicts, or ''."""
+    if "bytes" in meta and meta["bytes"] != size:
+        return f"its twin says {meta['bytes']} bytes, its .pt has {size}"
+    if isinstance(result, dict):
+        kept_anyway = [d for d in meta.get("dropped", []) if d in result]
+        if kept_anyway:
+            return f"its twin says {kept_anyway[0]} was left out, but its .pt holds one"
+        missing = [r for r in require if r not in result]
+        if missing:
+            return f"its .pt has no {missing[0]}, though its twin does not list it as left out"
+    if "summary" in meta:
+        ours, said = _scalars(result), meta["summary"]
+        if _canonical(ours) != _canonical(said):
+            diff = next((k for k in sorted(set(ours) | set(said if isinstance(said, dict) else {}), key=str)
+                         if not isinstance(said, dict) or _canonical(ours.get(k)) != _canonical(said.get(k))), None)
+            where = f" ({diff}: {said.get(diff) if isinstance(said, dict) else said!r} in the twin, " \
+                    f"{ours.get(diff)!r} in the .pt)" if diff is not None else ""
+            return f"its summary is not what its .pt holds{where}"
+    return ""
+
+
+def check(folder: Path, key: str, require: tuple[str, ...] = (), *, lock: bool = True) -> tuple[Verdict, Any, dict]:
+    """(verdict, result, twin) of the entry named `key` in `folder`, as a run that asks for it (and needs each member
+    of `require`) would find it: the one decision `load` acts on and `next_run` (the command line) reports.
+    USE with the unpickled result; RETRAIN when it was kept without a required member; SET_ASIDE with why (a file
+    missing or unreadable, `_twin_lies`, a .pt that fails its sha256 or does not unpickle, `_pt_disagrees`); ABSENT
+    when neither file is there. Reads only (`lock`: under the folder's shared lock, as the loader reads)."""
+    from ..cache import _lock, verified
+
+    path, twin = folder / f"{key}.pt", folder / f"{key}.json"
+    aside = lambda why: (Verdict(SET_ASIDE, why), None, meta)  # noqa: E731
+    meta: dict = {}
+    with _lock(folder, exclusive=False) if lock and folder.is_dir() else nullcontext():
+        if not path.exists() and not twin.exists():
+            return Verdict(ABSENT), None, meta
+        if not twin.exists():
+            return aside(f"its twin {twin.name} is missing: nothing vouches for its .pt")
         if not path.exists():
-            continue
+            return aside(f"its {path.name} is missing")
         try:
             meta = json.loads(twin.read_text())
-        except (OSError, ValueError):
+        except (OSError, ValueError) as e:
+            return aside(f"its twin {twin.name} is unreadable ({type(e).__name__}: {e})")
+        if not isinstance(meta, dict):
             meta = {}
-        if any(r in meta.get("dropped", ()) for r in require):
-            continue  # kept without what the caller needs (its weights): trained again
-        if meta and not _keyed_right(key, meta):
-            warnings.warn(f"kept training {path} is not the training its name says (its config and code do not hash "
-                          "to its key: copied or edited by hand); not used", stacklevel=3)
-            continue
-        with _lock(folder, exclusive=False):
-            found, result = _load(path, twin)
-        if found:
-            _DEVICES[device_with_stack(meta)] = None
-            return True, result
+            return aside(f"its twin {twin.name} is not a JSON object")
+        why = _twin_lies(key, meta)
+        if why:
+            return aside(why)
+        lacking = [r for r in require if r in meta.get("dropped", [])]
+        if lacking:
+            return Verdict(RETRAIN, f"kept without its {lacking[0]}, which this run needs"), None, meta
+        verdict, reason, result = verified(path, twin)
+        if verdict is not None:
+            return aside(f"its .pt is {verdict}: {reason}")
+        size = path.stat().st_size
+    why = _pt_disagrees(meta, result, size, require)
+    if why:
+        return aside(why)
+    notes = (UNSEALED if SEAL not in meta else "" if meta[SEAL] == seal_of(meta) else
+             f"{EDITED} (its seal does not match): its device, times and memory are not what it recorded",
+             CALLER_CODE if meta.get("code_of") is None else "")
+    return Verdict(USE, note="; ".join(n for n in notes if n)), result, meta
+
+
+def _tell(line: str) -> None:
+    """A line for whoever runs: a warning (the notebook's output) and the terminal of `make reproduce`."""
+    warnings.warn(line, stacklevel=4)
+    terminal.say(line)
+
+
+def load(key: str, require: tuple[str, ...] = (), folders: list[Path] | None = None) -> tuple[bool, Any]:
+    """(True, result) for the first entry named `key` (in `folders`, default `folders()`) that `check` says to use,
+    else (False, None): the caller trains. An entry set aside is said (a warning and a terminal line: set aside, why,
+    and what happens instead) and left as it is; a used entry whose seal does not match is said too."""
+    set_aside = []
+    for folder in (globals()["folders"]() if folders is None else folders):
+        verdict, result, meta = check(folder, key, require)
+        if verdict.action == SET_ASIDE:
+            set_aside.append((folder, verdict.why))
+        if verdict.action != USE:
+            continue  # absent, or kept without what the caller needs (its weights): looked up further, else trained
+        for other, why in set_aside:
+            _tell(f"kept training {key}: set aside in {other} ({why}); using {folder / f'{key}.pt'}")
+        if verdict.note.startswith(EDITED):
+            _tell(f"kept training {key}: used from {folder}, but {verdict.note}")
+        _DEVICES[device_with_stack(meta)] = None
+        return True, result
+    for other, why in set_aside:
+        _tell(f"kept training {key}: set aside in {other} ({why}); retraining")
     return False, None
 
 
@@ -284,18 +433,18 @@ def entries(folder: Path | None = None) -> list[dict]:
     return sorted(out, key=lambda m: m.get("finished", ""))
 
 
-def state(meta: dict) -> str:
-    """'current' when an entry is keyed right (`_keyed_right`) and the code it names, by its numbers, is the code's now
-    (`romae.numerics`: each library path's fingerprint and each other module's definitions), else 'stale: <why>'
-    (what changed), or 'damaged: <why>'."""
+def _changed(meta: dict) -> str:
+    """Why the next run would key twin `meta`'s training anew ('' when its code is the code's now): the library paths
+    whose numbers changed and the modules above the library whose definitions changed (`romae.numerics`)."""
     from .. import numerics
 
-    if "key" in meta and not _keyed_right(meta["key"], meta):
-        return "damaged: its config and code do not hash to its key (copied or edited by hand): never used"
     made_of = meta.get("code_of")
     if made_of is None:
-        return "stale: keyed by the bytes of its modules (before the re-key): carried when a run next asks for it" \
-            if meta.get("modules") else "stale: no record of its code"
+        return "keyed by the bytes of its modules (before the re-key): carried when a run next asks for it" \
+            if meta.get("modules") else "no record of its code"
+    if not (isinstance(made_of, dict) and isinstance(made_of.get("numerics", {}), dict)
+            and isinstance(made_of.get("definitions", {}), dict)):
+        return f"its code_of is not a record of code ({str(made_of)[:60]})"
     changed = [p for p, id_ in made_of.get("numerics", {}).items() if numerics.ids().get(p) != id_]
     root = Path(__file__).resolve().parents[1]
     for rel, digest in made_of.get("definitions", {}).items():
@@ -303,28 +452,73 @@ def state(meta: dict) -> str:
             changed.append(f"{rel} (gone)")
         elif numerics.module_digest((root / rel).read_text()) != digest:
             changed.append(rel)
-    if changed:
-        return "stale: the numbers of " + ", ".join(changed) + " changed"
-    return "current"
+    return "the numbers of " + ", ".join(changed) + " changed" if changed else ""
+
+
+def state(meta: dict) -> str:
+    """What twin `meta` (with its `key`, as `entries` gives it) says of its code, without reading its .pt: 'current'
+    when it is keyed right (`_keyed_right`) and the code it names, by its numbers, is the code's now
+    (`romae.numerics`: each library path's fingerprint and each other module's definitions), else 'stale: <why>'
+    (what changed), or 'damaged: <why>'. What the next run does with the entry, .pt and all: `next_run`."""
+    if "key" in meta and not _keyed_right(meta["key"], meta):
+        return "damaged: its config and code do not hash to its key (copied or edited by hand): never used"
+    changed = _changed(meta)
+    return f"stale: {changed}" if changed else "current"
+
+
+def next_run(folder: Path, key: str) -> Verdict:
+    """What the next run does with the entry named `key` in `folder`: `check`'s verdict (the loader's own decision,
+    for a run that needs no member left out), and for an entry it would use, RETRAIN when its code would now compute
+    other numbers (the run then keys the training anew and never asks for this entry). An entry whose code its caller
+    named (no code_of) is used whenever a run names the same code: only that run can tell."""
+    verdict, _, meta = check(Path(folder), key, lock=False)
+    if verdict.action != USE or meta.get("code_of") is None:
+        return verdict
+    changed = _changed(meta)
+    return Verdict(RETRAIN, changed) if changed else verdict
+
+
+def _stems(folder: Path) -> list[str]:
+    """The names of every entry in `folder`: a twin's or a .pt's stem (one without the other is an entry too)."""
+    if not folder.is_dir():
+        return []
+    return sorted({p.stem for p in folder.glob("*.pt")} | {p.stem for p in folder.glob("*.json") if p.name != REKEY})
+
+
+COLUMNS = ["name", "key", "next_run", "state", "device", "wall_seconds", "planned_seconds", "ratio", "peak_host_mb",
+           "peak_cuda_gb", "kept_kb", "without", "finished"]
 
 
 def table(folder: Path | None = None):
-    """One row per kept training: name, state, device, wall time, the plan's estimate and their ratio, peak memory."""
+    """One row per kept training (every twin and every .pt, oldest first): name, what the next run does with it
+    (`next_run`), what its twin says of its code (`state`), device, wall time, the plan's estimate and their ratio,
+    peak memory. A twin that cannot be read gives a row of its name and verdict only."""
     import pandas as pd
 
+    folder = Path(folder) if folder is not None else (open_folder() or DEFAULT)
     rows = []
-    for m in entries(folder):
-        name = m["key"].rsplit("-", 2)[0]
-        facts = m.get("facts", {})
+    for key in _stems(folder):
+        try:
+            m = json.loads((folder / f"{key}.json").read_text())
+        except (OSError, ValueError):
+            m = {}
+        m = m if isinstance(m, dict) else {}
+        verdict = next_run(folder, key)
+        facts = m.get("facts") if isinstance(m.get("facts"), dict) else {}
         wall, planned = facts.get("wall_seconds"), m.get("planned_seconds")
-        rows.append(dict(name=name, key=m["key"], state=state(m), device=m.get("device", ""),
-                         wall_seconds=wall, planned_seconds=planned,
-                         ratio=round(wall / planned, 2) if wall and planned else None,
+        try:
+            ratio = round(wall / planned, 2) if wall and planned else None
+        except TypeError:
+            ratio = None
+        rows.append(dict(name=key.rsplit("-", 2)[0], key=key, next_run=str(verdict),
+                         state=state(dict(m, key=key)) if m else f"damaged: {verdict.why}",
+                         device=m.get("device", ""), wall_seconds=wall, planned_seconds=planned, ratio=ratio,
                          peak_host_mb=facts.get("peak_host_mb"), peak_cuda_gb=facts.get("peak_cuda_gb"),
-                         kept_kb=round(m.get("bytes", 0) / 1024, 1), without=", ".join(m.get("dropped", [])),
-                         finished=m.get("finished", "")))
-    return pd.DataFrame(rows, columns=["name", "key", "state", "device", "wall_seconds", "planned_seconds", "ratio",
-                                       "peak_host_mb", "peak_cuda_gb", "kept_kb", "without", "finished"])
+                         kept_kb=round((m.get("bytes") or 0) / 1024, 1) if isinstance(m.get("bytes"), int) else None,
+                         without=", ".join(map(str, dropped)) if isinstance(dropped := m.get("dropped") or [], list)
+                         else str(dropped), finished=str(m.get("finished", ""))))
+    rows.sort(key=lambda r: r["finished"])
+    return pd.DataFrame(rows, columns=COLUMNS)
 
 
 GROUPED = ["name", "device", "trainings", "current", "stale", "wall_hours", "planned_hours", "ratio", "peak_host_mb"]
@@ -332,13 +526,14 @@ GROUPED = ["name", "device", "trainings", "current", "stale", "wall_hours", "pla
 
 def grouped(frame):
     """`table` summed per training name and device (a GPU's wall time is never set against the CPU's plan): count,
-    current / stale, wall and planned hours, their ratio, peak memory."""
+    current (the next run uses them) / stale (it trains them again: retrained or set aside), wall and planned hours,
+    their ratio, peak memory."""
     import pandas as pd
 
     if frame.empty:
         return pd.DataFrame(columns=GROUPED)
-    g = frame.assign(current=frame.state.eq("current"), stale=~frame.state.eq("current"),
-                     with_plan=frame.planned_seconds.notna())
+    used = frame.next_run.str.startswith(USE)
+    g = frame.assign(current=used, stale=~used, with_plan=frame.planned_seconds.notna())
     by = ["name", "device"]
     out = g.groupby(by, sort=False).agg(trainings=("key", "size"), current=("current", "sum"),
                                         stale=("stale", "sum"), wall=("wall_seconds", "sum"),
@@ -353,6 +548,8 @@ def grouped(frame):
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Print, per record folder (the paper profile's, then the quick profile's), its trainings per name and device
+    and what the next run does with each entry; exit status 1 when an entry is set aside (damaged), else 0."""
     parser = argparse.ArgumentParser(prog="python -m romae.compendium.trainings", description=__doc__.split("\n\n")[0])
     parser.add_argument("--reports", default=None, help="reports folder (default: <repo>/reports)")
     parser.add_argument("--each", action="store_true", help="one line per training, not per name")
@@ -366,24 +563,32 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _show(folder: Path, each: bool) -> int:
+    """Print `folder`'s record (`main`) -> 1 when an entry of it is set aside, else 0."""
     t = table(folder)
     if t.empty:
         print(f"no kept trainings in {folder}")
         return 0
     import pandas as pd
 
-    with pd.option_context("display.width", 200, "display.max_columns", 20, "display.max_rows", 500):
-        print(t.drop(columns=["key"]) if each else grouped(t).to_string(index=False))
-    stale = int((t.state != "current").sum())
-    damaged = int(t.state.str.startswith("damaged").sum())
-    print(f"{len(t)} kept trainings in {folder}: {len(t) - stale} current, {stale - damaged} stale (retrained when next "
-          f"run), {damaged} damaged (never used)")
-    for i, row in enumerate(t[t.state != "current"].itertuples()):
-        if i == 20:
-            print(f"  ... and {stale - 20} more (--each lists every training)")
+    with pd.option_context("display.width", 250, "display.max_columns", 20, "display.max_rows", 500,
+                           "display.max_colwidth", 80):
+        short = t.assign(next_run=t.next_run.replace(f"{USE} ({UNSEALED})", f"{USE} (unsealed)"))
+        print(short.drop(columns=["key", "state"]).to_string(index=False) if each else grouped(t).to_string(index=False))
+    action = t.next_run.str.split(" ", n=1).str[0].replace({"set": SET_ASIDE})
+    used, retrained, aside = (int(action.eq(a).sum()) for a in (USE, RETRAIN, SET_ASIDE))
+    unsealed = int(t.next_run.eq(f"{USE} ({UNSEALED})").sum())
+    print(f"{len(t)} kept trainings in {folder}: {used} current (the next run uses them), {retrained} stale (retrained "
+          f"when next run: their code computes other numbers now), {aside} damaged (set aside: never used; retrained "
+          "when a run asks for them)"
+          + (f"; {unsealed} of them unsealed (kept before twins were sealed: their device, times and memory are "
+             "descriptive, not verified)" if unsealed else ""))
+    shown = t[~t.next_run.isin([USE, f"{USE} ({UNSEALED})"])]
+    for i, row in enumerate(shown.itertuples()):
+        if i == 20 and not each:
+            print(f"  ... and {len(shown) - 20} more (--each lists every training)")
             break
-        print(f"  {row.key}: {row.state}")
-    return 0
+        print(f"  {row.key}: {row.next_run}")
+    return 1 if aside else 0
 
 
 if __name__ == "__main__":
