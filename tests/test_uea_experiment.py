@@ -277,3 +277,15 @@ def test_basicmotions_baselines_on_the_dropped_test_series(data_root):
     assert list(scarce.seed) == [69, 84, 1066] and (scarce.n_labelled == 8).all()
     rocket = base[base.model == "MiniRocket"]  # one run per seed (its kernels), all labels and label-scarce
     assert list(rocket.seed) == [69, 84, 1066] * 2 and (rocket.accuracy > 0.25).all()
+
+
+def test_the_reading_says_plainly_where_a_baseline_beats_romae_with_the_same_labels():
+    from romae.experiments.uea.tables import _scarce_losses
+
+    per_seed = pd.DataFrame(dict(variant=["pre-trained", "pre-trained, 2 labelled per class"] * 2,
+                                 accuracy=[1.0, 0.9, 1.0, 0.95]))
+    base = pd.DataFrame(dict(model=["MiniRocket", "1-NN DTW", "majority class"], labels=["2 labelled per class"] * 3,
+                             accuracy=[1.0, 0.8, 0.25]))
+    text = _scarce_losses(per_seed, base)
+    assert "With 2 labelled per class, RoMAE's mean is below MiniRocket's (0.9250 < 1.0000)" in text
+    assert _scarce_losses(per_seed.assign(accuracy=1.0), base) == ""

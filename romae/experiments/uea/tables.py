@@ -39,7 +39,24 @@ def reading(res: dict) -> list[str]:
                  f"method is at least as good." if len(ours) and ours.mean() < best[1] else "")
         out.append(f"{name} ({res['profile']}{kind}): pre-trained RoMAE {spread(ours)} against {ref}{peer}"
                    f"{control}; baselines on the same {len(r['data']['test'])} test series: 1-NN DTW {dtw:.4f}{mr}."
-                   + plain)
+                   + plain + _scarce_losses(f, b))
+    return out
+
+
+def _scarce_losses(per_seed: pd.DataFrame, base: pd.DataFrame) -> str:
+    """A sentence per label-scarce budget where the pre-trained RoMAE's mean is below the better baseline's with the
+    same labelled series ('' where it is not)."""
+    out = ""
+    for variant in per_seed.variant.unique():
+        if not variant.startswith("pre-trained, "):
+            continue
+        labels = variant[len("pre-trained, "):]
+        ours = per_seed[per_seed.variant == variant].accuracy.mean()
+        same = base[base.labels == labels].groupby("model", sort=False).accuracy.mean().drop("majority class",
+                                                                                             errors="ignore")
+        if len(same) and ours < same.max():
+            out += (f" With {labels}, RoMAE's mean is below {same.idxmax()}'s ({ours:.4f} < {same.max():.4f}) with "
+                    "the same labelled series.")
     return out
 
 
