@@ -224,6 +224,22 @@ def padded_collection(series: list[np.ndarray], length: int) -> np.ndarray:
     return out
 
 
+def _quiet_numba_threads() -> None:
+    """Have numba (aeon's kernels) run its parallel loops on its own 'workqueue' threads, not an OpenMP pool: on this
+    project's CPU machines an OpenMP pool that numba started beside torch's made every later torch training about 12x
+    slower once torch's thread count was changed (torch.set_num_threads, as tests and notebooks do); measured: a small
+    fit 4 s -> 49 s. The user's own NUMBA_THREADING_LAYER is kept; a layer numba already launched cannot change."""
+    import os
+    import sys
+
+    if "NUMBA_THREADING_LAYER" in os.environ:
+        return
+    os.environ["NUMBA_THREADING_LAYER"] = "workqueue"
+    numba = sys.modules.get("numba")
+    if numba is not None:  # imported already (numba reads the variable once): its config, unless a layer is running
+        numba.config.THREADING_LAYER = "workqueue"
+
+
 def minirocket(train, test, labels=None, seed: int = 0, n_kernels: int = 10_000, standardized: bool = False,
                n_jobs: int = 1) -> np.ndarray:
     """MiniRocket (Dempster et al. 2021), the field's fast strong baseline, through aeon (the `baselines` extra):
@@ -232,6 +248,7 @@ def minirocket(train, test, labels=None, seed: int = 0, n_kernels: int = 10_000,
     `standardized`); unequal lengths are padded (`padded_collection`) to the longest series of both sets.
     `labels`: the training labels (default: the dataset's); `seed`: the kernels' random state.
     -> the predictions, one per test series (labels as given, or float targets)."""
+    _quiet_numba_threads()
     try:
         from aeon.classification.convolution_based import MiniRocketClassifier
         from aeon.regression.convolution_based import MiniRocketRegressor

@@ -159,3 +159,19 @@ def test_minirocket_regresses_float_targets():
     y = np.array([x[:, 0].std() * 10 for x in a])  # amplitude spread: a sine's std < a square wave's
     pred = baselines.minirocket(a, a, labels=y, seed=0, n_kernels=84 * 4)
     assert pred.dtype.kind == "f" and np.corrcoef(pred, y)[0, 1] > 0.9
+
+
+def test_minirocket_leaves_no_openmp_pool_beside_torchs():
+    """numba's OpenMP pool beside torch's made later trainings ~12x slower once torch's thread count changed: aeon's
+    kernels run on numba's workqueue threads instead (checked in a fresh process, as numba picks its layer once)."""
+    pytest.importorskip("aeon")
+    import subprocess
+    import sys
+
+    code = ("import numpy as np, numba\nfrom romae import baselines\n"
+            "a = [np.random.default_rng(i).standard_normal((20, 2)) for i in range(6)]\n"
+            "baselines.minirocket(a, a, labels=np.arange(6) % 2, n_kernels=84)\nprint(numba.threading_layer())")
+    env = {k: v for k, v in __import__("os").environ.items() if k != "NUMBA_THREADING_LAYER"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "workqueue"
