@@ -296,3 +296,17 @@ def test_set_aside_files_of_the_repository_record_stay_while_the_run_writes_its_
     assert computed == [b] and _files(f) == before
     assert trainings.next_run(opened, b).action == trainings.USE
     assert trainings.next_run(f, b).action == trainings.SET_ASIDE
+
+
+def test_the_summary_names_set_aside_entries_apart_from_stale_ones(record):
+    """SUMMARY.md's section on kept trainings says 'set aside' for a damaged entry, not 'stale (retrained when next
+    run)' as if only its code had moved."""
+    from romae.runner import pages
+
+    reports = record.tmp / "reports"
+    (reports / "SUMMARY.md").write_text("# summary\n")
+    _edit(record.folder, record.a, lambda m: m["config"].update(seed=12345))  # no longer hashes to its key
+    pages.add_trainings_section(reports)
+    text = (reports / "SUMMARY.md").read_text()
+    assert "**1 set aside**" in text and "stale" not in text.split("## Finished paper trainings kept", 1)[1].split(
+        "wall / planned")[0]

@@ -61,12 +61,16 @@ def add_trainings_section(reports: Path) -> None:
         return
     g = trainings.grouped(table)
     stale = int(g.stale.sum())
+    aside = int(table.next_run.str.startswith("set aside").sum()) if "next_run" in table else 0
     devices = ", ".join(sorted(set(table.device)))
     text = ("\n## Finished paper trainings kept\n\nEvery training of a paper-profile run is kept in `trainings/` "
             "when it finishes (`python -m romae.compendium.trainings`): a run done in pieces trains only what is missing. "
             f"{len(table)} kept ({devices}); "
-            + (f"**{stale} stale** (their code would compute other numbers now: retrained when next run)" if stale
-               else "all current")
+            + (f"**{stale - aside} stale** (their code would compute other numbers now: retrained when next run)"
+               if stale - aside else "")
+            + (f"{'; ' if stale - aside else ''}**{aside} set aside** (damaged or not the training their name says: "
+               "never used; retrained when a run asks for them; `python -m romae.trainings` says why)" if aside else "")
+            + ("" if stale else "all current")
             + ". wall / planned: the measured hours beside `romae.compendium.plan`'s estimate for the device, as the plan stood "
             "when it trained, recorded then (the reference CPU on a CPU); ratio: their quotient.\n\n")
     path = reports / "SUMMARY.md"
