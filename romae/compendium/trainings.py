@@ -485,13 +485,13 @@ def _stems(folder: Path) -> list[str]:
     return sorted({p.stem for p in folder.glob("*.pt")} | {p.stem for p in folder.glob("*.json") if p.name != REKEY})
 
 
-COLUMNS = ["name", "key", "next_run", "state", "device", "wall_seconds", "planned_seconds", "ratio", "peak_host_mb",
+COLUMNS = ["name", "key", "action", "next_run", "state", "device", "wall_seconds", "planned_seconds", "ratio", "peak_host_mb",
            "peak_cuda_gb", "kept_kb", "without", "finished"]
 
 
 def table(folder: Path | None = None):
     """One row per kept training (every twin and every .pt, oldest first): name, what the next run does with it
-    (`next_run`), what its twin says of its code (`state`), device, wall time, the plan's estimate and their ratio,
+    (`action`: USE, RETRAIN or SET_ASIDE; `next_run`: that with why, as the command line says it), what its twin says of its code (`state`), device, wall time, the plan's estimate and their ratio,
     peak memory. A twin that cannot be read gives a row of its name and verdict only."""
     import pandas as pd
 
@@ -510,7 +510,7 @@ def table(folder: Path | None = None):
             ratio = round(wall / planned, 2) if wall and planned else None
         except TypeError:
             ratio = None
-        rows.append(dict(name=key.rsplit("-", 2)[0], key=key, next_run=str(verdict),
+        rows.append(dict(name=key.rsplit("-", 2)[0], key=key, action=verdict.action, next_run=str(verdict),
                          state=state(dict(m, key=key)) if m else f"damaged: {verdict.why}",
                          device=m.get("device", ""), wall_seconds=wall, planned_seconds=planned, ratio=ratio,
                          peak_host_mb=facts.get("peak_host_mb"), peak_cuda_gb=facts.get("peak_cuda_gb"),
@@ -532,7 +532,7 @@ def grouped(frame):
 
     if frame.empty:
         return pd.DataFrame(columns=GROUPED)
-    used = frame.next_run.str.startswith(USE)
+    used = frame.action.eq(USE)
     g = frame.assign(current=used, stale=~used, with_plan=frame.planned_seconds.notna())
     by = ["name", "device"]
     out = g.groupby(by, sort=False).agg(trainings=("key", "size"), current=("current", "sum"),
@@ -573,9 +573,9 @@ def _show(folder: Path, each: bool) -> int:
     with pd.option_context("display.width", 250, "display.max_columns", 20, "display.max_rows", 500,
                            "display.max_colwidth", 80):
         short = t.assign(next_run=t.next_run.replace(f"{USE} ({UNSEALED})", f"{USE} (unsealed)"))
-        print(short.drop(columns=["key", "state"]).to_string(index=False) if each else grouped(t).to_string(index=False))
-    action = t.next_run.str.split(" ", n=1).str[0].replace({"set": SET_ASIDE})
-    used, retrained, aside = (int(action.eq(a).sum()) for a in (USE, RETRAIN, SET_ASIDE))
+        print(short.drop(columns=["key", "action", "state"]).to_string(index=False) if each
+              else grouped(t).to_string(index=False))
+    used, retrained, aside = (int(t.action.eq(a).sum()) for a in (USE, RETRAIN, SET_ASIDE))
     unsealed = int(t.next_run.eq(f"{USE} ({UNSEALED})").sum())
     print(f"{len(t)} kept trainings in {folder}: {used} current (the next run uses them), {retrained} stale (retrained "
           f"when next run: their code computes other numbers now), {aside} damaged (set aside: never used; retrained "

@@ -61,7 +61,7 @@ def add_trainings_section(reports: Path) -> None:
         return
     g = trainings.grouped(table)
     stale = int(g.stale.sum())
-    aside = int(table.next_run.str.startswith("set aside").sum()) if "next_run" in table else 0
+    aside = int(table.action.eq(trainings.SET_ASIDE).sum())
     devices = ", ".join(sorted(set(table.device)))
     text = ("\n## Finished paper trainings kept\n\nEvery training of a paper-profile run is kept in `trainings/` "
             "when it finishes (`python -m romae.compendium.trainings`): a run done in pieces trains only what is missing. "
