@@ -287,6 +287,22 @@ def _standardize_targets(labels, y: torch.Tensor | None, classes, like, wanted: 
     return torch.as_tensor(z, dtype=torch.float32), scaler
 
 
+def _drop(x, rate: float, rng: np.random.Generator) -> np.ndarray:
+    """A float64 copy of series x [T, C] (or [T]) with floor(rate * T) steps, drawn by `rng`, set to NaN."""
+    x = np.array(x, dtype=np.float64, copy=True)
+    x[rng.choice(len(x), size=int(len(x) * rate), replace=False)] = np.nan
+    return x
+
+
+def drop_steps(series: Sequence, rate: float, seed: int = 0) -> list[np.ndarray]:
+    """Copies of series [T_i, C] with floor(rate * T_i) random steps set to NaN: the paper's irregular UEA protocol
+    (Table 6: 30, 50, 70 %), one generator, `np.random.default_rng(seed)`, over the series in order. The removed steps
+    become all-NaN rows, which `from_sequences` drops while the kept steps keep their true times (what
+    `from_sequences(..., drop=rate, seed=seed)` does)."""
+    rng = np.random.default_rng(seed)
+    return [_drop(x, rate, rng) for x in series]
+
+
 # ----------------------------------------------------------------------------- builders
 
 def from_sequences(values: Sequence, times: Sequence | None = None, labels=None, *, like: TokenDataset | None = None,
@@ -306,8 +322,8 @@ def from_sequences(values: Sequence, times: Sequence | None = None, labels=None,
     drop: the share of each series' time steps removed at random before anything else (the paper's irregular
     UEA protocol, Table 6: 0.3, 0.5, 0.7), in [0, 1): floor(drop x T_i) of the T_i steps given (NaN steps
     included) become missing, drawn by one generator, `np.random.default_rng(seed)`, over the series in order,
-    so a seed gives the same drop every time (the rule of `romae.experiments.uea.drop_steps`, which Table 6's
-    experiment uses, with seed DROP_SEED + 1 for its training split and + 2 for its test split). The kept steps
+    so a seed gives the same drop every time (`drop_steps`, which Table 6's experiment uses, with seed
+    DROP_SEED + 1 for its training split and + 2 for its test split). The kept steps
     keep their true times as positions. Pass it for test data too (with another seed); 0 (default): no step
     dropped, no generator drawn.
     standardize_targets: True standardises float regression targets with the training mean and std of each
@@ -345,7 +361,7 @@ def from_sequences(values: Sequence, times: Sequence | None = None, labels=None,
         raise ValueError("values is empty: no samples to build")
     if times is not None and len(times) != len(values):
         raise ValueError(f"times has {len(times)} entries for {len(values)} samples")
-    rng = np.random.default_rng(seed) if drop else None  # one generator over the series, in order (drop_steps' rule)
+    rng = np.random.default_rng(seed) if drop else None  # one generator over the series, in order (`drop_steps`)
     rows, stamps, steps, C = [], [], [], None
     for i, v in enumerate(values):
         x = np.asarray(_real(v, f"values of sample {i}"), dtype=np.float64)
@@ -353,8 +369,7 @@ def from_sequences(values: Sequence, times: Sequence | None = None, labels=None,
         if x.ndim != 2:
             raise ValueError(f"sample {i}: expected an array [T, C], got shape {np.shape(v)}")
         if rng is not None:  # floor(drop * T_i) of the T_i steps become all-NaN rows, dropped below
-            x = x.copy()
-            x[rng.choice(len(x), size=int(len(x) * drop), replace=False)] = np.nan
+            x = _drop(x, drop, rng)
         if C is None:
             C = x.shape[1]
         if x.shape[1] != C:

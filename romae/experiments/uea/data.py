@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ... import runtime
+from ... import builders, runtime
 from ...builders import from_sequences
 from ...data import files, uea
 
@@ -29,18 +29,12 @@ def find(datasets, root=None) -> tuple[list[str], list[str], str]:
 
 
 def drop_steps(series: list[np.ndarray], rate: float, seed: int = DROP_SEED) -> list[np.ndarray]:
-    """Copies of series [T_i, C] with floor(rate * T_i) random steps set to NaN (one generator, in order).
+    """Copies of series [T_i, C] with floor(rate * T_i) random steps set to NaN (one generator, in order):
+    `romae.builders.drop_steps` with the experiment's seed.
 
     The removed steps become all-NaN rows, which `from_sequences` drops while the kept steps keep their
     true time index (the authors' pandas version of this removed nothing under copy-on-write)."""
-    rng = np.random.default_rng(seed)
-    out = []
-    for x in series:
-        x = np.array(x, dtype=np.float64, copy=True)
-        k = int(len(x) * rate)
-        x[rng.choice(len(x), size=k, replace=False)] = np.nan
-        out.append(x)
-    return out
+    return builders.drop_steps(series, rate, seed)
 
 
 def thin(series: list[np.ndarray], max_tokens: int | None) -> list[np.ndarray]:
