@@ -174,15 +174,25 @@ def test_a_run_killed_mid_way_resumes_past_step_0_to_the_same_weights(tmp_path):
     full = fit(_Lin(), _data(), _cfg(epochs=25, checkpoint_every=4), device="cpu")
     child = subprocess.Popen([sys.executable, "-c", KILLED_RUN, str(tmp_path)], cwd=root)
     saved, deadline = tmp_path / "checkpoint" / "config.json", time.monotonic() + 120
+
+    def step() -> int:  # the saved checkpoint's step; -1 while none is there (or mid-swap: checkpoint/ renamed)
+        try:
+            return json.loads(saved.read_text())["step"]
+        except FileNotFoundError:
+            return -1
+
     try:
-        while not (saved.is_file() and json.loads(saved.read_text())["step"] >= 40):
+        while step() < 40:
             assert child.poll() is None, "the run ended before it could be killed"
             assert time.monotonic() < deadline
             time.sleep(0.01)
     finally:
         os.kill(child.pid, signal.SIGKILL)
         child.wait()
-    killed_at = json.loads(saved.read_text())["step"]
+    from romae.checkpoint import repair_swap
+
+    repair_swap(saved.parent)  # killed inside a swap: the checkpoint it was replacing is the one fit resumes from
+    killed_at = step()
     assert 40 <= killed_at < full.steps
     calls = []
     rest = fit(_Lin(), _data(), _cfg(epochs=25, checkpoint_every=4), out_dir=tmp_path, device="cpu",
