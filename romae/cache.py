@@ -6,13 +6,12 @@ re-running a notebook to restyle a figure does not retrain. Entries live under <
 An entry is <name>-<config hash>-<code hash>.pt (torch.save of the result) + a .json twin
 {"config", "code", "code_of", "sha256"}.
 
-Code: the key's last part names the code that produced the result by its numbers (`romae.numerics`): the library
-modules on the call stack of `cached` and in the module of `compute`, with every package module they import
-(`module_closure`, read from the source), each library module by its path's numerics fingerprint and each
-module above it (a data loader, an experiment) by the hashes of its definitions. Modules that record, tell or lay
-out results (the compendium and the runner) are never in a key. So a comment, a docstring, a moved function or a
-refactor that keeps the arithmetic keeps every key; a change of the numbers computes anew. Code outside the
-package (a notebook cell) is not covered: put what matters in the config, or pass `code=`.
+Code: the key's last part names the code that produced the result: by default the bytes of the package modules on
+the call stack of `cached` and of the module of `compute`, with every package module they import (`module_closure`,
+read from the source): any edit of them computes anew (this cache is local: a data loader's parsed files, a
+measurement). Results kept for a paper run are keyed by the numbers-or-hash rule instead
+(`romae.compendium.kept`, `romae.compendium.staleness`), so an edit that cannot change a number keeps them. Code
+outside the package (a notebook cell) is not covered: put what matters in the config, or pass `code=`.
 
 Integrity: the twin records the sha256 of the .pt bytes, verified before unpickling. A missing twin, one
 without a hash (older format), a mismatch or a load error is reported by `warnings.warn` naming the file,
@@ -36,7 +35,7 @@ from typing import Any, Callable
 
 import torch
 
-from . import numerics, runtime
+from . import runtime
 from .files import write_atomic
 
 
@@ -51,6 +50,7 @@ PACKAGE = Path(__file__).resolve().parent
 # package folders never followed into a key: they record, judge, tell and lay out results, they never compute one
 # (a result's own modules are the library's, the data loaders' and the experiments')
 NOT_IN_KEYS = ("compendium/", "runner/")
+OWN = ("cache.py", "files.py", "numerics.py")  # how results are stored and keyed: never in a key
 
 
 def _faithful(obj: Any) -> Any:
@@ -168,8 +168,8 @@ def module_closure(files: tuple[str, ...], root: str | Path | None = None) -> tu
 
 
 def _counts(rel: str) -> bool:
-    """Whether package file `rel` can change a cached result (`NOT_IN_KEYS`, `romae.numerics.INFRASTRUCTURE`)."""
-    return not rel.startswith(NOT_IN_KEYS) and rel not in numerics.INFRASTRUCTURE
+    """Whether package file `rel` can change a cached result (`NOT_IN_KEYS`, `OWN`)."""
+    return not rel.startswith(NOT_IN_KEYS) and rel not in OWN
 
 
 def producers(compute: Callable | None = None, depth: int = 2, extra: tuple[str, ...] = ()) -> tuple[str, ...]:
@@ -247,9 +247,11 @@ def key_of(name: str, config: Any, code: str) -> str:
 
 
 def code_for(modules: tuple[str, ...]) -> tuple[str, dict]:
-    """(the code string a key hashes, what it is made of) for package modules `modules` (`romae.numerics.code_of`)."""
-    made_of = numerics.code_of(tuple(m for m in modules if _counts(m)))
-    return numerics.code_id(made_of), made_of
+    """(the code string a key hashes, what it is made of: {"modules": {file: sha256}}) for package modules
+    `modules`: their bytes."""
+    made_of = {"modules": {m: hashlib.sha256((PACKAGE / m).read_bytes()).hexdigest()[:16]
+                           for m in sorted(modules) if _counts(m) and (PACKAGE / m).is_file()}}
+    return hashlib.sha256(json.dumps(made_of, sort_keys=True).encode()).hexdigest(), made_of
 
 
 def lookup(folder: Path, key: str) -> tuple[bool, Any]:

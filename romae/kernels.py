@@ -6,7 +6,7 @@
   to one, with the true head size's softmax scale.
 
 The accelerator's paths are exact up to float rounding (tests/test_launch_bound.py); the CPU's are the ones the
-results' keys fingerprint (romae.numerics). `ACCELERATOR` switches them, for measurement only
+results' keys fingerprint (romae.compendium.numerics). `ACCELERATOR` switches them, for measurement only
 (`python -m romae.runner.launch`)."""
 
 from __future__ import annotations

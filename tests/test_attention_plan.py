@@ -8,6 +8,9 @@ import pytest
 import torch
 
 from romae.compendium import plan
+from romae.runner import experiments
+
+experiments.load()  # every experiment registers its paper trainings with the plan
 from romae.config import RoMAEConfig, TrainConfig, size
 
 # PyTorch's documented constraints on sm80+ (aten/src/ATen/native/transformers/cuda/sdp_utils.cpp):

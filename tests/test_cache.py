@@ -120,7 +120,7 @@ def test_code_is_part_of_the_key(tmp_path):
     assert len(list(tmp_path.glob("*.pt"))) == 2
 
 
-def test_default_code_is_the_numbers_of_the_producing_modules(tmp_path, monkeypatch):
+def test_default_code_is_the_bytes_of_the_producing_modules(tmp_path, monkeypatch):
     compute = Compute()
     cached("t", CONFIG, compute, cache_dir=tmp_path)
     meta = json.loads(entry(tmp_path)[1].read_text())
@@ -128,7 +128,7 @@ def test_default_code_is_the_numbers_of_the_producing_modules(tmp_path, monkeypa
     assert meta["code"] == C.code_for(C.producers(compute, depth=1))[0] and "code_of" in meta
     cached("t", CONFIG, compute, cache_dir=tmp_path)
     assert compute.calls == 1
-    monkeypatch.setattr(C, "code_for", lambda modules: ("edited", {}))  # as if a producing module's numbers changed
+    monkeypatch.setattr(C, "code_for", lambda modules: ("edited", {}))  # as if a producing module had changed
     cached("t", CONFIG, compute, cache_dir=tmp_path)
     assert compute.calls == 2
 
@@ -142,24 +142,17 @@ def _copy(tmp_path, name, edit=None, text="\n# edited\n"):
     return root
 
 
-def _definitions(root, experiment):
-    """The part of an experiment's key its own modules make: their definitions (the library's is its numerics)."""
-    made_of = {}
-    for rel in C.module_closure((experiment,), root):
-        if "/" in rel:
-            made_of[rel] = C.numerics.module_digest((root / rel).read_text())
-    return made_of
-
-
-def test_cache_key_follows_the_definitions_of_the_modules_that_produce_the_result(tmp_path):
-    """A comment changes no key; a changed definition in pendulum's data changes pendulum's, not ESC-50's."""
+def test_cache_key_follows_the_bytes_of_the_modules_that_produce_the_result(tmp_path):
+    """This local cache keys on the bytes of the producing modules' import closure: an edit of pendulum's data
+    changes pendulum's key, not ESC-50's (what a paper run keeps is keyed by romae.compendium.staleness instead)."""
     base = _copy(tmp_path, "base")
-    pendulum, esc50 = _definitions(base, "experiments/pendulum.py"), _definitions(base, "experiments/esc50/__init__.py")
-    comment = _copy(tmp_path, "comment", "data/pendulum.py")
-    assert _definitions(comment, "experiments/pendulum.py") == pendulum
     edited = _copy(tmp_path, "edited", "data/pendulum.py", "\nEXTRA = 1\n")
-    assert _definitions(edited, "experiments/pendulum.py") != pendulum
-    assert _definitions(edited, "experiments/esc50/__init__.py") == esc50
+
+    def code(root, experiment):
+        return {m: hashlib.sha256((root / m).read_bytes()).hexdigest() for m in C.module_closure((experiment,), root)}
+
+    assert code(edited, "experiments/pendulum.py") != code(base, "experiments/pendulum.py")
+    assert code(edited, "experiments/esc50/__init__.py") == code(base, "experiments/esc50/__init__.py")
     closure = C.module_closure(("experiments/pendulum.py",), base)
     assert {"config.py", "model.py", "rope.py", "data/pendulum.py"} <= set(closure) and "audio.py" not in closure
     # what records, tells or lays out results is never followed into a key

@@ -29,10 +29,17 @@ def current_runs() -> list[tuple[str, str]]:
             if freshness(prov)[0] == "current"]
 
 
+def _complete(prov: dict) -> None:
+    if prov["format"] == 3:  # the sound rule's (issue 51)
+        assert prov["code"]["units"] and prov["code"]["roots"]
+    else:  # the rule before it, kept until a run of the notebook re-publishes it, and marked unproven
+        assert prov["format"] == 2 and prov.get("unproven", "").startswith("not proven under the sound rule")
+
+
 def test_provenance_records_are_complete():
     for path, prov in provenance_records():
         assert prov["notebook"] == path.stem and prov["profile"] in report.PROFILE_RANK
-        assert prov["format"] == 2 and (prov["numerics"] or prov["definitions"])
+        _complete(prov)
         assert list(prov["notebook_code"]) == [f"notebooks/{path.stem}.ipynb"]
 
 
@@ -59,7 +66,7 @@ def test_variant_provenance_records_are_complete():
         for path in sorted((folder / "provenance").glob("*.json")):
             prov = json.loads(path.read_text())
             assert prov["notebook"] == path.stem and folder.name.startswith(f"{path.stem}--{prov['profile']}--")
-            assert prov["format"] == 2 and (prov["numerics"] or prov["definitions"])
+            _complete(prov)
             assert list(prov["notebook_code"]) == [f"notebooks/{path.stem}.ipynb"]
 
 
@@ -104,16 +111,11 @@ def test_the_front_page_reads_in_30_seconds():
     assert "## Every row" not in text and "## Every row" in (REPORTS / "ROWS.md").read_text()
 
 
-def test_published_paper_records_name_the_code_their_notebook_imports():
-    """A paper run's provenance record names every package module its notebook imports (read from source), so a
-    change to its experiment or the library stales it (records written while report.py's manifest listed only the
-    compendium's modules did not)."""
-    from romae.runner.provenance import family, notebook_modules
-
+def test_published_records_name_the_code_their_notebook_runs():
+    """A run's record (format 3) holds every unit its notebook's cells can run: its experiment and the library."""
     for path in sorted((REPORTS / "provenance").glob("*.json")):
         prov = json.loads(path.read_text())
-        notebook = REPORTS.parent / "notebooks" / f"{path.stem}.ipynb"
-        if prov.get("format") != 2 or not notebook.exists():
+        if prov.get("format") != 3:
             continue
-        wanted = {family(m.removeprefix("romae/")) for m in notebook_modules(notebook)} - {None}
-        assert wanted <= set(prov["definitions"]), (path.stem, sorted(wanted - set(prov["definitions"])))
+        units = prov["code"]["units"]
+        assert any(u.startswith("experiments/") for u in units) and any(u.startswith("model.py:") for u in units)

@@ -280,8 +280,7 @@ def test_an_artefact_of_two_notebooks_reads_each_ones_best_run(tmp_path):
 
     def write(path, profile):
         path.parent.mkdir(parents=True, exist_ok=True)
-        code = code_record(["romae/compendium/report.py", "romae/model.py"], ROOT / "notebooks" / "03_compute_cost.ipynb")
-        path.write_text(json.dumps(dict(profile=profile, **code)))
+        path.write_text(json.dumps(dict(profile=profile, **code_record(ROOT / "notebooks" / f"{path.stem}.ipynb"))))
 
     write(tmp_path / "provenance" / "15_interpolation_spiral_synthetic.json", "paper")
     assert frontpage._code_state(["15", "16"], "paper", tmp_path) == \
@@ -290,5 +289,7 @@ def test_an_artefact_of_two_notebooks_reads_each_ones_best_run(tmp_path):
     assert frontpage._code_state(["15", "16"], "paper", tmp_path) == "current"
     edited = tmp_path / "quick" / "provenance" / "16_physionet_interpolation.json"
     rec = json.loads(edited.read_text())
-    edited.write_text(json.dumps(dict(rec, numerics={"model": "other-numbers"})))
-    assert frontpage._code_state(["15", "16"], "paper", tmp_path) == "stale: numerics of model"
+    rec["code"]["numbers"]["model"] = "other-numbers"
+    edited.write_text(json.dumps(rec))
+    assert frontpage._code_state(["15", "16"], "paper", tmp_path).startswith(
+        "stale: 16_physionet_interpolation: numbers of the model workload: other-numbers -> ")

@@ -19,7 +19,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "romae"
 FLOORS = ["library", "data", "compendium", "experiments", "runner"]
-ENTRY_POINTS = {"bench.py", "promise.py", "reproduce.py", "gpucheck.py", "trainings.py"}
+ENTRY_POINTS = {"bench.py", "promise.py", "reproduce.py", "gpucheck.py", "trainings.py", "numerics.py"}
 MAX_LINES = 600
 
 
@@ -51,7 +51,19 @@ def imports(rel: str, root: Path) -> set[str]:
     package = ["romae", *Path(rel).with_suffix("").parts][:-1]
     out = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
+        if isinstance(node, ast.Call) and _dynamic_import(node):  # importlib.import_module("romae.x"), __import__
+            arg = node.args[0]
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                out.update(f for f in [_module_file(arg.value, root)] if f)
+            elif isinstance(arg, ast.JoinedStr):  # f"romae.experiments.{name}": every module it can name
+                prefix = "".join(v.value for v in arg.values if isinstance(v, ast.Constant)).split("{")[0]
+                head = prefix.rsplit(".", 1)[0] if prefix.startswith("romae.") else None
+                folder = root.joinpath(*head.split(".")[1:]) if head else None
+                if folder is not None and folder.is_dir():
+                    out.update(p.relative_to(root).as_posix() for p in folder.rglob("*.py") if "__pycache__" not in p.parts)
+            else:
+                out.add(f"<dynamic import in {rel}>")
+        elif isinstance(node, ast.Import):
             out.update(f for f in (_module_file(a.name, root) for a in node.names) if f)
         elif isinstance(node, ast.ImportFrom):
             if node.level:
@@ -66,17 +78,24 @@ def imports(rel: str, root: Path) -> set[str]:
     return out
 
 
+def _dynamic_import(node: ast.Call) -> bool:
+    f = node.func
+    name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+    return name in ("import_module", "__import__") and bool(node.args)
+
+
 def graph(root: Path = PACKAGE) -> dict[str, set[str]]:
     files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.py") if "__pycache__" not in p.parts)
     return {f: imports(f, root) for f in files}
 
 
 def upward(root: Path = PACKAGE) -> list[str]:
-    """'a -> b' for every import of a higher floor (or of an entry point)."""
+    """'a -> b' for every import of a higher floor (or of an entry point), and every import no one can read."""
     out = []
     for a, targets in graph(root).items():
         fa = floor(a)
-        for b in sorted(targets):
+        out += [f"{a} -> {b}" for b in sorted(targets) if b.startswith("<")]
+        for b in sorted(t for t in targets if not t.startswith("<")):
             fb = floor(b)
             if fb is None or (fa is not None and FLOORS.index(fb) > FLOORS.index(fa)):
                 out.append(f"{a} -> {b}")
@@ -129,9 +148,24 @@ def test_a_planted_upward_import_and_cycle_are_caught(tmp_path):
     root = tmp_path / "romae"
     shutil.copytree(PACKAGE, root, ignore=shutil.ignore_patterns("__pycache__"))
     with open(root / "model.py", "a") as f:  # the library reaching up into the compendium, inside a function
-        f.write("\n\ndef _planted():\n    from .compendium import report\n    return report\n")
-    assert "model.py -> compendium/report.py" in upward(root)
-    assert any("model.py" in c for c in cycles(root))  # report imports the library: now a cycle
+        f.write("\n\ndef _planted():\n    from .compendium import kept\n    return kept\n")
+    assert "model.py -> compendium/kept.py" in upward(root)
+    assert any("model.py" in c for c in cycles(root))  # kept imports the training loop, which imports the model
+
+
+def test_a_dynamic_import_counts_as_an_import(tmp_path):
+    """importlib.import_module and __import__ count: compendium/plan.py importing the experiments by name made a
+    43-module cycle the reading of import statements missed (issue 51)."""
+    root = tmp_path / "romae"
+    shutil.copytree(PACKAGE, root, ignore=shutil.ignore_patterns("__pycache__"))
+    with open(root / "compendium" / "stats.py", "a") as f:
+        f.write("\n\ndef _planted(name):\n    import importlib\n"
+                "    return importlib.import_module(f'romae.experiments.{name}'), __import__('romae.runner.pages')\n")
+    found = upward(root)
+    assert "compendium/stats.py -> experiments/pendulum.py" in found and "compendium/stats.py -> runner/pages.py" in found
+    with open(root / "data" / "sines.py", "a") as f:
+        f.write("\n\ndef _planted(name):\n    return __import__(name)\n")
+    assert "data/sines.py -> <dynamic import in data/sines.py>" in upward(root)
 
 
 def test_import_romae_loads_the_library_alone():

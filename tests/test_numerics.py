@@ -1,6 +1,5 @@
-"""Keys by numbers (issue 42, romae.numerics): a planted change of arithmetic changes a path's fingerprint, a planted
-refactor does not; definitions above the library ignore comments, docstrings and imports; the kept record and the
-published artefacts stay current when the runner and the compendium are edited (comments, sentences)."""
+"""The numerics workloads (romae.compendium.numerics): a planted change of arithmetic changes a workload's fingerprint, a planted
+refactor does not; `measure` traces the lines they run, which the staleness rule masks (tests/test_staleness*.py)."""
 
 from __future__ import annotations
 
@@ -14,9 +13,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from romae import numerics
+from romae.compendium import numerics, workloads
 
-PACKAGE = Path(numerics.__file__).resolve().parent
+PACKAGE = Path(numerics.__file__).resolve().parents[1]
 ROOT = PACKAGE.parent
 
 
@@ -24,13 +23,10 @@ def _ids_of(root: Path, paths=("model", "train")) -> dict[str, str]:
     """The ids of `paths` computed on the package copy under `root` (in a subprocess)."""
     out = root.parent / "vectors.json"
     env = dict(os.environ, PYTHONPATH=str(root.parent))
-    subprocess.run([sys.executable, str(root / "numerics.py"), "--vectors", str(out), "--paths", *paths],
+    subprocess.run([sys.executable, str(root / "compendium" / "workloads.py"), "--vectors", str(out), "--paths", *paths],
                    cwd=root.parent.parent, env=env, check=True, capture_output=True)
-    vectors = json.loads(out.read_text())
-    # on this CPU's kernels: a copy's vector equal to this checkout's has this checkout's id (an AVX-512 CPU matches
-    # the registry only through romae.numerics' look-up on another kernel set)
-    here = {p: numerics.vector(p) for p in vectors}
-    return {p: numerics.ids()[p] if numerics._matches(v, here[p]) else numerics.identify(p, v) for p, v in vectors.items()}
+    vectors = json.loads(out.read_text())["vectors"]
+    return {p: numerics.identify(p, v) for p, v in vectors.items()}
 
 
 def _copy(tmp_path) -> Path:
@@ -42,24 +38,51 @@ def _copy(tmp_path) -> Path:
 def test_registered_ids_are_the_code_now():
     """The registry knows this code's numbers (else `python -m romae.numerics --register` was forgotten)."""
     ids = numerics.ids()
-    assert set(ids) == set(numerics.PATHS)
+    assert set(ids) == set(numerics.PATHS) == set(workloads.WORKLOADS)
+    assert numerics.IN_WORKLOAD == workloads.IN_WORKLOAD
     assert not [p for p, i in ids.items() if i.startswith("~")], ids
 
 
-def test_every_library_module_is_fingerprinted_or_says_why_not():
-    for p in sorted(PACKAGE.glob("*.py")):
-        assert numerics.path_of(p.name) or p.name in numerics.INFRASTRUCTURE, p.name
+def test_the_workloads_run_most_of_the_library_and_every_module_that_computes():
+    """What no workload runs is hashed (sound either way); coverage lets refactors keep their results. 44.6 % of the
+    library's function statements ran before issue 51, 56 % with the transfer and kept workloads."""
+    import ast
+
+    from romae.compendium import staleness
+
+    lines = numerics.measure()["lines"]
+    ran, total, idle = 0, 0, []
+    for f in sorted(PACKAGE.glob("*.py")):
+        if not staleness.computes(f.name):
+            continue
+        hit = {ln for w in lines.values() for ln in w.get(f.name, ())}
+        stmts = [s.lineno for node in ast.walk(ast.parse(f.read_text()))
+                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                 for s in ast.walk(node) if isinstance(s, ast.stmt) and s is not node
+                 and not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+        ran, total = ran + sum(ln in hit for ln in stmts), total + len(stmts)
+        if stmts and not hit:
+            idle.append(f.name)
+    print(f"library function statements run by the workloads: {ran}/{total} = {ran / total:.1%}")
+    assert ran / total >= 0.55
+    assert idle == ["store.py"], idle  # TokenStore (memory-mapped shards) has no workload yet: hashed whole
+
+
+def test_measure_names_the_lines_each_workload_ran():
+    got = numerics.measure()
+    assert set(got["ids"]) == set(got["lines"]) == set(numerics.PATHS)
+    assert "model.py" in got["lines"]["model"] and "compendium/kept.py" in got["lines"]["kept"]
 
 
 def test_a_planted_numerics_change_changes_the_fingerprint(monkeypatch):
-    before = numerics.vector("model")
+    before = workloads.vector("model")
     import romae.model as M
 
     monkeypatch.setattr(M.RMSNorm, "forward", lambda self, x: M.F.rms_norm(x, (x.shape[-1],), self.weight, 1e-3))
-    assert not numerics._matches(numerics.vector("model"), before)  # an epsilon
+    assert not numerics._matches(workloads.vector("model"), before)  # an epsilon
     monkeypatch.undo()
-    assert numerics._matches(numerics.vector("model"), before)
-    train_before = numerics.vector("train")
+    assert numerics._matches(workloads.vector("model"), before)
+    train_before = workloads.vector("train")
     import romae.optim as O
 
     real = O.lr_at
@@ -68,7 +91,7 @@ def test_a_planted_numerics_change_changes_the_fingerprint(monkeypatch):
 
     monkeypatch.setattr(T, "lr_at", O.lr_at)
     monkeypatch.setattr(T, "_lr_factor", lambda step, total_steps, warmup_steps: O.lr_at(step, total_steps, warmup_steps, 1.0))
-    assert not numerics._matches(numerics.vector("train"), train_before)  # a scale
+    assert not numerics._matches(workloads.vector("train"), train_before)  # a scale
 
 
 def test_a_planted_refactor_keeps_the_fingerprint(tmp_path):
@@ -104,49 +127,11 @@ def test_a_fingerprint_leaves_the_callers_random_states_alone():
     import numpy as np
 
     torch.manual_seed(1), np.random.seed(2), random.seed(3)
-    numerics.vector("metrics")
-    numerics.vector("train")  # fit seeds torch, numpy and random
+    workloads.vector("metrics")
+    workloads.vector("train")  # fit seeds torch, numpy and random
     after = torch.rand(1).item(), np.random.rand(), random.random()
     torch.manual_seed(1), np.random.seed(2), random.seed(3)
     assert after == (torch.rand(1).item(), np.random.rand(), random.random())
-
-
-def test_definitions_ignore_comments_docstrings_imports_and_order():
-    a = 'import os\n"""doc"""\nX = 1\n\ndef f(x):\n    """about f"""\n    import math\n    return x + X  # add\n'
-    b = 'from os import path\n\ndef f(x):\n    return x + X\n# moved\nX = 1\n'
-    assert numerics.module_digest(a) == numerics.module_digest(b)
-    assert numerics.module_digest(a) != numerics.module_digest(a.replace("x + X", "x - X"))
-    assert numerics.definitions(a).keys() == {"X", "f"}
-
-
-def test_comments_in_runner_and_compendium_leave_kept_trainings_and_artefacts_current(tmp_path, monkeypatch):
-    """In a copy of the repository: a comment appended to every runner and compendium module keeps every kept
-    training and every published artefact current; a change of the model's arithmetic stales the trainings."""
-    from romae.compendium import trainings
-    from romae.runner import provenance
-
-    entries = [m for m in trainings.entries() if "code_of" in m][:6]
-    if not entries:
-        pytest.skip("no kept training carries a numbers key yet")
-    copy = tmp_path / "repo"
-    shutil.copytree(ROOT / "romae", copy / "romae", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(ROOT / "notebooks", copy / "notebooks")
-    for f in list((copy / "romae" / "runner").rglob("*.py")) + list((copy / "romae" / "compendium").rglob("*.py")):
-        with open(f, "a") as out:
-            out.write("\n# a comment appended by the test\n")
-    records = [json.loads(p.read_text()) for p in (ROOT / "reports").rglob("provenance/*.json")
-               if "dry-run" not in p.relative_to(ROOT / "reports").parts]  # a dry run's (git-ignored) are no artefacts
-    records = [r for r in records if r.get("format") == provenance.FORMAT
-               and provenance.freshness(r)[0] == "current"]  # a record already stale here says nothing of comments
-    assert records, "no current provenance record to check"
-    for r in records:
-        assert provenance.freshness(r, root=copy)[0] == "current", r["notebook"]
-    for m in entries:
-        assert trainings.state(m) == "current", m["key"]
-    # the model's arithmetic changed: the numerics id of the path moves, so the trainings keyed on it are stale
-    monkeypatch.setattr(numerics, "ids", lambda: dict(numerics.PATHS and {p: "changed" for p in numerics.PATHS}))
-    for m in entries:
-        assert trainings.state(m).startswith("stale"), m["key"]
 
 
 def test_data_fingerprint_sees_every_value():
@@ -156,19 +141,3 @@ def test_data_fingerprint_sees_every_value():
     before = data_fingerprint(data)
     data.tensors["values"][57, 2, 1] += 1e-3  # not one of 16 evenly spaced samples
     assert data_fingerprint(data) != before
-
-
-def test_a_vector_this_cpu_cannot_match_is_identified_on_another_kernel_set(monkeypatch):
-    """An AVX-512 CPU's float32 kernels round the model's workload differently from the AVX2 kernels that registered
-    it: the id is then found by running the same code on another ATen kernel set in a fresh process, so kept trainings
-    do not read stale (and retrain) on such a CPU. Planted here: the registry's vector of `builders` moved, so only the
-    fresh process (which reads the real registry) can name it."""
-    real = numerics.registry()["builders"]
-    (id_, vec), = real.items()
-    moved = {k: [x + 1.0 for x in v] for k, v in vec.items()}
-    assert numerics.identify("builders", numerics.vector("builders"), {"builders": {id_: moved}}).startswith("~")
-    monkeypatch.setattr(numerics, "CAPABILITIES", ("default",))
-    import torch
-
-    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX512")  # so "default" is tried
-    assert numerics._on_other_kernels(["builders"]) == {"builders": id_}

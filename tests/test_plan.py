@@ -9,6 +9,9 @@ import pytest
 import torch
 
 from romae.compendium import plan
+from romae.runner import experiments
+
+experiments.load()  # every experiment registers its paper trainings with the plan
 from romae.runner import plantables
 from romae.runner.bench import main as bench
 from romae.config import RoMAEConfig, TrainConfig, size, to_json
@@ -174,8 +177,8 @@ def test_fit_memory(monkeypatch):
 
 def test_every_paper_training_fits_80_gb(paper_plan):
     rows = paper_plan["rows"]
-    assert {r["notebook"] for r in rows} == set(plan.NOTEBOOKS)
-    assert len(rows) == sum(len(plan.trainings(nb)) for nb in plan.NOTEBOOKS)
+    assert {r["notebook"] for r in rows} == set(experiments.EXPERIMENTS)
+    assert len(rows) == sum(len(plan.trainings(nb)) for nb in experiments.EXPERIMENTS)
     for r in rows:
         for p, x in r["precision"].items():
             assert x["micro"] is not None and x["peak_gib"] <= 80, (r["name"], p)

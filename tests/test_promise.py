@@ -6,6 +6,9 @@ from __future__ import annotations
 import pytest
 
 from romae.compendium import plan
+from romae.runner import experiments
+
+experiments.load()  # every experiment registers its paper trainings with the plan
 from romae.runner import promise
 
 

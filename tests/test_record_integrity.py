@@ -18,9 +18,9 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from romae import cache, numerics
+from romae import cache
 from romae.compendium import kept as K
-from romae.compendium import terminal, trainings
+from romae.compendium import staleness, terminal, trainings
 
 REAL = trainings.DEFAULT  # the repository's committed record (read only: entries are copied out of it)
 
@@ -30,6 +30,18 @@ def _real_keys(n: int = 2) -> list[str]:
     if len(keys) < n:
         pytest.skip(f"reports/trainings holds fewer than {n} kept Pendulum trainings to copy")
     return keys[:n]
+
+
+def _carried(src: Path, key: str, dst: Path) -> str:
+    """A real entry copied into `dst` as a run would keep it now: its twin's code the sound rule's record of a
+    fit_cached training (`staleness.TRAINING_ROOTS`, computed here) and its key made of it -> the new key."""
+    meta = _twin(src, key)
+    rec = staleness.record(list(staleness.TRAINING_ROOTS))
+    meta.update(code=staleness.code_id(rec), code_of=rec)
+    new = cache.key_of(key.rsplit("-", 2)[0], meta["config"], meta["code"])
+    shutil.copyfile(src / f"{key}.pt", dst / f"{new}.pt")
+    (dst / f"{new}.json").write_text(json.dumps(meta, indent=1))
+    return new
 
 
 def _copy(src: Path, key: str, dst: Path, as_key: str | None = None) -> None:
@@ -55,20 +67,14 @@ def _files(folder: Path) -> dict[str, bytes]:
 
 @pytest.fixture
 def record(tmp_path, monkeypatch):
-    """Copies of two real Pendulum entries in <tmp>/reports/trainings; no record open; the repository's own record
-    empty; the library's numbers as those entries recorded them (their code is the code's now)."""
-    a, b = _real_keys()
+    """Copies of two real Pendulum entries in <tmp>/reports/trainings, carried to the sound rule's keys (their code is
+    the code's now); no record open; the repository's own record empty."""
     folder = tmp_path / "reports" / "trainings"
     folder.mkdir(parents=True)
-    for k in (a, b):
-        _copy(REAL, k, folder)
+    a, b = (_carried(REAL, k, folder) for k in _real_keys())
     monkeypatch.setattr(trainings, "DEFAULT", tmp_path / "empty-repo-record")
     monkeypatch.delenv(trainings.ENV, raising=False)
     monkeypatch.delenv(terminal.ECHO, raising=False)
-    recorded: dict = {}
-    for k in (a, b):
-        recorded.update(_twin(folder, k)["code_of"]["numerics"])
-    monkeypatch.setattr(numerics, "ids", lambda: dict(recorded))
     return SimpleNamespace(folder=folder, a=a, b=b, tmp=tmp_path)
 
 
@@ -83,7 +89,8 @@ DAMAGES = {
     "copied under another training's key": lambda f, a, b: _copy(f, a, f, as_key=b),
     "config edited": lambda f, a, b: _edit(f, b, lambda m: m["config"].update(init_seed=m["config"]["init_seed"] + 1)),
     "code edited": lambda f, a, b: _edit(f, b, lambda m: m.update(code="0" * 64)),
-    "code_of edited": lambda f, a, b: _edit(f, b, lambda m: m["code_of"]["numerics"].update(model="0" * 12)),
+    "code_of edited": lambda f, a, b: _edit(f, b, lambda m: m["code_of"]["numbers"].update(model="0" * 12)),
+    "code_of unit edited": lambda f, a, b: _edit(f, b, lambda m: m["code_of"]["units"].update({"train.py:fit": "0"})),
     "code_of removed": lambda f, a, b: _edit(f, b, lambda m: m.pop("code_of")),
     "code_of swapped for the old format's modules": lambda f, a, b: _edit(
         f, b, lambda m: (m.pop("code_of"), m.update(modules=["model.py"]))),
@@ -136,18 +143,29 @@ def test_the_verdict_of_every_entry_is_what_the_loader_does(record):
 
 
 def test_a_stale_entry_is_retrained_under_a_new_key_and_never_asked_for(record, monkeypatch):
-    """'retrain (why: the numbers of <path> changed)': the run's key for that training is another one, which the
-    record does not hold; the stale entry itself is still whole (a run that did ask for it would use it)."""
+    """'retrain (why: <unit>: changed)': the run's key for that training is another one, which the record does not
+    hold; the stale entry itself is still whole (a run that did ask for it would use it)."""
     f, a = record.folder, record.a
     meta = _twin(f, a)
-    recorded = dict(meta["code_of"]["numerics"])
-    monkeypatch.setattr(numerics, "ids", lambda: dict(recorded, model="other numbers"))
+    now = json.loads(json.dumps(meta["code_of"]))
+    now["units"]["train.py:fit"] = "another hash"  # as if fit had changed since
+    monkeypatch.setattr(staleness, "check", lambda rec, tree=None: staleness.explain(rec, now))
     verdict = trainings.next_run(f, a)
-    assert str(verdict) == "retrain (why: the numbers of model changed)"
-    now = dict(meta["code_of"], numerics=dict(recorded, model="other numbers"))
-    run_key = cache.key_of(a.rsplit("-", 2)[0], meta["config"], numerics.code_id(now))  # what the run asks for
+    assert str(verdict) == "retrain (why: train.py:fit: changed)"
+    run_key = cache.key_of(a.rsplit("-", 2)[0], meta["config"], staleness.code_id(now))  # what the run asks for
     assert run_key != a and trainings.load(run_key, folders=[f]) == (False, None)
     assert trainings.check(f, a)[0].action == trainings.USE
+
+
+def test_an_entry_of_the_previous_rule_is_retrained_unless_proven():
+    """A twin whose code_of is the rule before issue 51's (numerics and definitions) is not used: nothing proves the
+    code it ran is the code now (`romae.runner.rekey` carries what it can prove)."""
+    key = _real_keys(1)[0]
+    meta = _twin(REAL, key)
+    if staleness.is_record(meta.get("code_of")):
+        pytest.skip("the committed Pendulum entries are kept under the sound rule already")
+    verdict = trainings.next_run(REAL, key)
+    assert verdict.action == trainings.RETRAIN and verdict.why == trainings.PREVIOUS
 
 
 def test_the_command_line_says_what_the_next_run_does_with_each_entry(record, capsys):
@@ -174,7 +192,7 @@ def test_the_command_line_says_what_the_next_run_does_with_each_entry(record, ca
 def _saved(folder: Path, made_of: dict, result=None, name: str = "sealed") -> str:
     """A new entry written by `trainings.save` (as `kept` writes one) -> its key."""
     config = {"seed": 0}
-    code = numerics.code_id(made_of)
+    code = staleness.code_id(made_of)
     key = cache.key_of(name, config, code)
     trainings.save(key, result if result is not None else {"steps": 3, "history": [{"loss": 0.5}]},
                    {"config": config, "code": code, "code_of": made_of, "facts": {"wall_seconds": 12.5}},
@@ -258,8 +276,7 @@ def _ask(key: str, meta: dict, cache_dir: Path, computed: list):
         computed.append(key)
         return {"steps": 7, "history": []}
 
-    return K.kept(key.rsplit("-", 2)[0], meta["config"], compute, cache_dir=cache_dir, code=meta["code"],
-                  made_of=meta["code_of"])
+    return K.kept(key.rsplit("-", 2)[0], meta["config"], compute, cache_dir=cache_dir, roots=meta["code_of"]["roots"])
 
 
 def test_a_set_aside_entry_is_retrained_and_written_under_its_key(record, monkeypatch):

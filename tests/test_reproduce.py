@@ -148,24 +148,24 @@ def test_executed_copy_keeps_outputs_without_timestamps(run):
 
 
 def test_run_records_its_code_and_hides_progress_bars(run):
-    """Each published run names the code its kernel ran by its numbers: the numerics of the library paths it imported,
-    the definitions of the other modules (the compendium's record among them, never the runner) and its notebook's
-    code; freshness is 'current' until one of them changes. No progress bar lands in the copy."""
+    """Each published run names the code its kernel can run (the sound rule's record of what its cells name) and its
+    notebook's code; freshness is 'current' until one of them changes. No progress bar lands in the copy."""
     from romae.compendium import report
     from romae.runner.provenance import freshness
 
     prov = json.loads((run.reports / "provenance" / "02_ok.json").read_text())
-    assert prov["profile"] == "smoke" and prov["format"] == 2 and "compendium/report" in prov["definitions"]
-    assert "audio" not in prov["numerics"]  # not imported by this notebook
-    assert not [f for f in prov["definitions"] if f.startswith("runner")]
+    assert prov["profile"] == "smoke" and prov["format"] == 3 and prov["code"]["units"]
+    assert not [u for u in prov["code"]["units"] if u.startswith("runner/")]  # the runner is never in a record
     assert freshness(prov) == ("current", [])
     assert report.provenance_of("02_ok", "smoke", run.reports) == prov
     assert report.provenance_of("02_ok", "quick", run.reports) == {}
-    name = next(iter(prov["definitions"]["compendium/report"]))
-    edited = dict(prov, definitions=dict(prov["definitions"], **{
-        "compendium/report": dict(prov["definitions"]["compendium/report"], **{name: "0" * 16})}))
-    assert freshness(edited) == ("stale", [f"compendium/report: {name}"])
-    assert freshness(dict(prov, numerics={"model": "not-these-numbers"}))[0] == "stale"
+    place = next(iter(prov["code"]["units"]))
+    edited = json.loads(json.dumps(prov))
+    edited["code"]["units"][place] = "0" * 16
+    assert freshness(edited) == ("stale", [f"{place}: changed"])
+    edited = json.loads(json.dumps(prov))
+    edited["code"]["numbers"] = {w: "not-these-numbers" for w in edited["code"]["numbers"]}
+    assert freshness(edited)[0] == "stale"
     assert freshness({})[0] == "stale"
     assert not (run.reports / "provenance" / "01_fail.json").exists()  # failed runs publish nothing
     nb = json.loads((run.reports / "executed" / "02_ok.ipynb").read_text())

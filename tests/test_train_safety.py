@@ -315,7 +315,7 @@ def test_fit_cached_run_folder_names_the_code_and_reports_real_training_time(tmp
     """A checkpoint folder in runs/ is tied to the code version (a finished folder of other code was
     returned as it was), and the reported training time comes from the history, not the wall time of a
     resume that found the run finished."""
-    from romae import cache as C
+    from romae.compendium import staleness as S
     from romae.compendium.kept import fit_cached, training_seconds
 
     assert training_seconds([{"step": 5, "seconds": 1.5}, {"step": 10, "val_loss": 1.0}, {"step": 10, "seconds": 3.0}],
@@ -323,7 +323,7 @@ def test_fit_cached_run_folder_names_the_code_and_reports_real_training_time(tmp
     assert training_seconds([], 7.0) == 7.0
     ids = set()
     for code in ("a", "b"):
-        monkeypatch.setattr(C, "code_for", lambda modules, code=code: (code, {}))  # as if the numbers had changed
+        monkeypatch.setattr(S, "code_id", lambda rec, code=code: code)  # as if the code had changed
         ids.add(fit_cached("safety_probe", lambda _: Toy(), _ProbeCfg(), data(), cfg(epochs=1), {"probe": 1},
                            seed=0, cache_dir=tmp_path)["run_id"])
     assert len(ids) == 2

@@ -123,22 +123,21 @@ def test_kept_entries_say_what_ran_and_weights_only_when_small(tmp_path, monkeyp
 
 
 def test_an_entry_of_other_numbers_is_stale_and_one_edited_by_hand_is_damaged(tmp_path, monkeypatch):
-    from romae import cache
+    from romae.compendium import staleness
 
     monkeypatch.setenv(trainings.ENV, str(tmp_path / "rec"))
-    code, made_of = cache.code_for(cache.module_closure(("model.py",)))  # as a training through the model
-    kept("run", {"a": 1}, lambda: {"steps": 1}, cache_dir=tmp_path / "c", code=code, made_of=made_of)
+    kept("run", {"a": 1}, lambda: {"steps": 1}, cache_dir=tmp_path / "c", roots=["kernels.py:RMSNorm"])
     twin = next((tmp_path / "rec").glob("*.json"))
     t = trainings.table(tmp_path / "rec")
     assert list(t.state) == ["current"], t
     meta = json.loads(twin.read_text())
-    assert "model" in meta["code_of"]["numerics"]
-    # as if the model's arithmetic had changed since: its path's numerics id is no longer the code's
-    from romae import numerics
-
-    real = numerics.ids()
-    monkeypatch.setattr(numerics, "ids", lambda: dict(real, model="other numbers"))
-    assert trainings.table(tmp_path / "rec").state.iloc[0] == "stale: the numbers of model changed"
+    assert "model" in meta["code_of"]["numbers"] and "kernels.py:RMSNorm.forward" in meta["code_of"]["units"]
+    # as if the model's arithmetic had changed since: the model workload's numbers are no longer the code's
+    now = json.loads(json.dumps(meta["code_of"]))
+    now["numbers"]["model"] = "other numbers"
+    monkeypatch.setattr(staleness, "check", lambda rec, tree=None: staleness.explain(rec, now))
+    assert trainings.table(tmp_path / "rec").state.iloc[0] == \
+        f"stale: numbers of the model workload: {meta['code_of']['numbers']['model']} -> other numbers"
     monkeypatch.undo()
     monkeypatch.setenv(trainings.ENV, str(tmp_path / "rec"))
     twin.write_text(json.dumps(dict(meta, config={"a": 2})))  # edited by hand: no longer what its key says

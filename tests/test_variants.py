@@ -27,9 +27,7 @@ def _stage(folder, value: float, note: str):
     report.save_table(pd.DataFrame({"note": [f"written to {folder}/tables"]}), "table_x", folder)
     report.record(ROW["experiment"], ROW["setting"], ROW["metric"], value, profile="quick", scale={},
                   reports_dir=folder, note=note)
-    manifest = folder / "modules.json"
-    manifest.write_text(json.dumps({"romae/compendium/report.py": "", "romae/model.py": ""}))
-    reproduce.write_provenance(folder, reproduce.ROOT / "notebooks" / f"{NOTEBOOK}.ipynb", "quick", manifest, "abc")
+    reproduce.write_provenance(folder, reproduce.ROOT / "notebooks" / f"{NOTEBOOK}.ipynb", "quick", "abc")
     return folder
 
 

@@ -7,13 +7,12 @@
 cache, then in the committed record (`romae.compendium.trainings`), and only then computes, measuring the wall time
 and peak memory, and writes both. `fit_cached` trains a model with `romae.train.fit` that way; its key holds the
 model and training configs, what the caller says of the data, and a hash of the whole training data
-(`romae.feeding.data_fingerprint`), so data that differs in any value is another training. Keys name the code by
-its numbers (`romae.numerics`): for a `fit_cached` training, the numerics of the model and the loop only (the data
-hash stands for whatever made the data).
+(`romae.feeding.data_fingerprint`), so data that differs in any value is another training.
 
-The trainings kept under the keys of the byte-hashed code (before the house of issue 42) were carried to these keys
-once, after `romae.runner.rekey` had proven their code paths' numbers unchanged (`reports/trainings/rekey.json`;
-each carried twin names its old key under `rekeyed_from`).
+A key's last part is the code the result ran, by the rule of `romae.compendium.staleness`: the closure of its roots
+(for `fit_cached`: `fit_cached` itself, `fit`, the model's class, the dataset's class and whatever else fit is handed;
+for `kept`: the function computed and the package functions on the call stack, or the `roots` given), each statement
+vouched for by a numerics workload that ran it or hashed. The record of it is the twin's `code_of`.
 """
 
 from __future__ import annotations
@@ -29,25 +28,24 @@ from .. import cache, runtime
 from ..config import TrainConfig
 from ..feeding import ArrayDataset, data_fingerprint
 from ..train import fit
-from . import terminal, trainings
+from . import staleness, terminal, trainings
 
 RUNS = Path(__file__).resolve().parents[2] / "runs"  # checkpoints of trainings that resume (git-ignored)
 
 
 def kept(name: str, config: Any, compute: Callable[[], Any], cache_dir=None, refresh: bool = False, *,
-         require: tuple[str, ...] = (), planned: float | None = None, code: str | None = None,
-         made_of: dict | None = None, depth: int = 2) -> Any:
+         require: tuple[str, ...] = (), planned: float | None = None, roots=None, depth: int = 2) -> Any:
     """compute()'s result for `config` and the code that produces it: from the results cache, else from the committed
     record of trainings (an entry that verifies, `trainings.check`, with every member of `require`; one set aside is
     said in the terminal and trained again), else computed, measured and written to both (the
     record only while one is open, `trainings.open_folder`). The device it ran on is noted (`trainings.devices`).
-    `code` / `made_of`: the code to key on and what it is made of (default: `romae.cache.code_for` of the callers'
-    modules, `depth` frames up)."""
+    `roots`: what the result runs (places or package objects, `romae.compendium.staleness`); default: `compute` and
+    the package functions on the call stack from `depth` frames up."""
     if runtime.dry_run():
         return compute()
     folder = Path(cache_dir) if cache_dir else cache.CACHE
-    if code is None:
-        code, made_of = cache.code_for(cache.producers(compute, depth=depth))
+    made_of = staleness.record(list(roots) if roots is not None else [compute, *staleness.stack_places(depth)])
+    code = staleness.code_id(made_of)
     key = cache.key_of(name, config, code)
     if not refresh:
         found, result = cache.lookup(folder, key)
@@ -65,6 +63,16 @@ def kept(name: str, config: Any, compute: Callable[[], Any], cache_dir=None, ref
     trainings.save(key, result, dict({k: v for k, v in meta.items() if k != "device"}, facts=facts,
                                      planned_seconds=planned))
     return result
+
+
+def cached(name: str, config: Any, compute: Callable[[], Any], cache_dir=None, refresh: bool = False, *,
+           roots=None, depth: int = 2) -> Any:
+    """`romae.cache.cached` (the local results cache only) keyed by what `compute` runs, as `kept` keys it: a result
+    an experiment computes on the way to its artefacts (an evaluation, a measurement)."""
+    if runtime.dry_run():
+        return compute()
+    made_of = staleness.record(list(roots) if roots is not None else [compute, *staleness.stack_places(depth)])
+    return cache.cached(name, config, compute, cache_dir=cache_dir, refresh=refresh, code=staleness.code_id(made_of))
 
 
 def _device_of(twin: Path) -> str | None:
@@ -117,10 +125,10 @@ def fit_cached(name: str, model_cls, model_cfg, data, cfg: TrainConfig, key: dic
                data_content=None if rt.dry_run else data_fingerprint(data_))
     if rt.precision is not None and rt.precision != ("bf16" if cfg.bf16 else "fp32"):
         key["precision"] = rt.precision  # a named deviation: another result
-    # the code: the numerics of the loop and of the model's module (what made the data is in its hash)
-    own = cache._module_file(getattr(model_cls, "__module__", "") or "", cache.PACKAGE)  # None: not the package's
-    modules = cache.module_closure(("train.py",) + ((own,) if own else ()))
-    code, made_of = cache.code_for(modules)
+    # the code it runs: fit_cached, fit, the model's and the data's classes, and whatever else fit is handed
+    roots = [fit_cached, fit, model_cls, data_, pretrained, *_objects(fit_kwargs)]
+    made_of = staleness.record([r for r in roots if r is not None])
+    code = staleness.code_id(made_of)
     run_id = f"{name}-{cache.config_hash(dict(key, code=code))}"
     checkpoints = checkpoints or cfg.checkpoint_every is not None  # a schedule asked for (romae.compendium.plan): kept
     out_dir = RUNS / run_id if checkpoints and not rt.dry_run else None
@@ -146,11 +154,20 @@ def fit_cached(name: str, model_cls, model_cfg, data, cfg: TrainConfig, key: dic
         return dict(state_dict={k: v.detach().cpu() for k, v in res.model.state_dict().items()},
                     history=res.history, steps=res.steps, seconds=training_seconds(res.history, time.perf_counter() - t0))
 
-    result = kept(name, key, compute, cache_dir=cache_dir, refresh=refresh, code=code, made_of=made_of,
+    result = kept(name, key, compute, cache_dir=cache_dir, refresh=refresh, roots=made_of["roots"],
                   require=("state_dict",) if need_weights else (), planned=planned)
     if not computed:
         terminal.cached(name, planned)
     return {**result, "run_id": run_id}
 
 
-__all__ = ["fit_cached", "kept", "training_seconds"]
+def _objects(obj) -> list:
+    """The package objects among `obj` (through dicts, lists and tuples): callables and datasets handed to fit."""
+    if isinstance(obj, dict):
+        return [x for v in obj.values() for x in _objects(v)]
+    if isinstance(obj, (list, tuple)):
+        return [x for v in obj for x in _objects(v)]
+    return [] if obj is None or isinstance(obj, (str, bytes, int, float, bool)) else [obj]
+
+
+__all__ = ["cached", "fit_cached", "kept", "training_seconds"]

@@ -16,7 +16,6 @@ How much memory and time one training takes is `romae.compendium.footprint`'s (r
 
 from __future__ import annotations
 
-import importlib
 import itertools
 
 import torch
@@ -32,18 +31,30 @@ from .footprint import (CHECKPOINT_MINUTES, CODE, CONTEXT_GIB, CPU_FACTOR, DEVIC
                         pick_micro_batch, planned_device, step_seconds, tokens_of, training_kernel,
                         training_seconds)
 
-# notebook -> the experiment module whose paper_trainings() lists its trainings (00 and 03 train nothing)
-NOTEBOOKS = {"01": "position", "02": "frequency", "04": "mask_token_init", "10": "tiny_imagenet", "11": "esc50",
-             "12": "uea", "13": "elasticc", "14": "pendulum", "15": "interpolation", "16": "physionet"}
-SPLIT_BATCH = ("10", "11", "13")  # notebooks whose global batch is split over --gpus processes; the others train on one
+# notebook -> its experiment's paper_trainings(), registered by the experiment module when it is imported
+# (`register`); the whole-paper plan imports every experiment first (`romae.runner.experiments.load`). 00 and 03
+# train nothing.
+_REGISTERED: dict[str, tuple] = {}
+
+
+def register(notebook: str, paper_trainings, split_batch: bool = False) -> None:
+    """Notebook `notebook`'s paper trainings come from `paper_trainings()` (`split_batch`: its global batch is split
+    over `gpus` processes, passed as `processes`)."""
+    _REGISTERED[notebook] = (paper_trainings, split_batch)
+
+
+def notebooks() -> list[str]:
+    """The notebooks whose experiment has registered its trainings in this process, in order."""
+    return sorted(_REGISTERED)
 
 
 def trainings(notebook: str, gpus: int = 1) -> list[Training]:
-    """The paper profile's trainings of one notebook ([] for one that trains nothing)."""
-    if notebook not in NOTEBOOKS:
+    """The paper profile's trainings of one notebook ([] for one that trains nothing, or whose experiment this process
+    has not imported: `romae.runner.experiments.load()` imports them all)."""
+    if notebook not in _REGISTERED:
         return []
-    module = importlib.import_module(f"romae.experiments.{NOTEBOOKS[notebook]}")
-    return module.paper_trainings(**({"processes": gpus} if notebook in SPLIT_BATCH else {}))
+    make, split = _REGISTERED[notebook]
+    return make(**({"processes": gpus} if split else {}))
 
 
 # ----------------------------------------------------------------------------- the plan
@@ -59,13 +70,15 @@ def plan(device: str = "h100", gpus: int = 1, memory_gib: float | None = None, p
         raise ValueError(f"unknown precisions {bad}; choose from {PRECISIONS}")
     if gpus < 1 or (memory_gib is not None and not memory_gib > 0):
         raise ValueError(f"gpus must be >= 1 and gpu memory > 0, got {gpus}, {memory_gib}")
-    notebooks = {str(n).strip().zfill(2) for n in (only or NOTEBOOKS)}
-    unknown = sorted(n for n in notebooks if n not in NOTEBOOKS and n not in ("00", "03"))
+    known = notebooks()
+    wanted = {str(n).strip().zfill(2) for n in (only or known)}
+    unknown = sorted(n for n in wanted if n not in known and n not in ("00", "03"))
     if unknown:
-        raise ValueError(f"unknown notebooks {unknown}; the ones that train: {', '.join(NOTEBOOKS)}")
-    notebooks = [n for n in NOTEBOOKS if n in notebooks]
+        raise ValueError(f"unknown notebooks {unknown}; the ones that train (their experiments imported): "
+                         f"{', '.join(known)}")
+    notebooks_ = [n for n in known if n in wanted]
     rows = []
-    for nb in notebooks:
+    for nb in notebooks_:
         for t in trainings(nb, gpus):
             row = dict(notebook=nb, name=t.name, stage=t.stage, runs=t.runs, tokens=t.tokens, padded=t.padded,
                        samples=t.samples, batch=t.train.batch_size * t.processes, processes=t.processes,
@@ -200,7 +213,8 @@ def describe(p: dict) -> str:
            f"{s['memory_gib']:g} GiB per device; planned peak = {s['headroom']:g} x (parameters + gradients + "
            f"optimiser state + saved activations) + {s['context_gib']:g} GiB")
     return "\n".join([
-        f"Paper profile on {s['gpus']} device(s) ({', '.join(SPLIT_BATCH)} split their global batch over them; the "
+        f"Paper profile on {s['gpus']} device(s) ({', '.join(n for n, (_, split) in sorted(_REGISTERED.items()) if split)}"
+        " split their global batch over them; the "
         f"others train on one). Memory: {mem}. Time: {time_note}.",
         "Saved activations measured on the CPU at micro-batches 1 and 2 and extrapolated linearly"
         + (f"; checked by a measurement at every chosen micro-batch above 2 ({len(errors)} points): largest error "

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from .. import cache, recipe
+from .. import recipe
 from ..config import RoMAEConfig, TrainConfig
 from ..feeding import data_fingerprint
 from ..recipe import DROP_PATH_RULE, plot_learning_curves
@@ -38,9 +38,8 @@ def pretrain_finetune(name: str, train, test, model: RoMAEConfig, *, finetune: T
     trainer = partial(kept.fit_cached, cache_dir=cache_dir, refresh=refresh, checkpoints=checkpoints)
 
     def evaluator(name_: str, key_: dict, compute):
-        # its numbers: the fine-tuned model (its run id), the test data (its hash), `predict` and the metrics
-        code, made_of = cache.code_for(cache.module_closure(("recipe.py",)))
-        return kept.kept(name_, key_, compute, cache_dir=cache_dir, refresh=refresh, code=code, made_of=made_of)
+        # its numbers: the fine-tuned model (its run id), the test data (its hash), the evaluation it computes
+        return kept.kept(name_, key_, compute, cache_dir=cache_dir, refresh=refresh, roots=[compute, pretrain_finetune])
 
     return recipe.pretrain_finetune(name, train, test, model, finetune=finetune, pretrain=pretrain,
                                     n_outputs=n_outputs, seed=seed, key=key, trainer=trainer, evaluator=evaluator,

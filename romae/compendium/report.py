@@ -59,44 +59,6 @@ def reports_path(reports_dir: str | Path | None = None) -> Path:
     return Path(os.environ["ROMAE_REPORTS"]) if os.environ.get("ROMAE_REPORTS") else REPORTS
 
 
-MANIFEST = "ROMAE_RUN_MANIFEST"  # set by romae.runner.reproduce: where the kernel lists the package modules it ran
-
-
-def file_hash(path: Path) -> str:
-    import hashlib
-
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
-def imported_modules() -> dict[str, str]:
-    """{'romae/model.py': sha256, ...}: every module of this package the running process has imported, with a
-    hash of its file as it is on disk now."""
-    import sys
-
-    package = Path(__file__).resolve().parent
-    out = {}
-    for name, module in list(sys.modules.items()):
-        f = getattr(module, "__file__", None)
-        if (name == "romae" or name.startswith("romae.")) and f and Path(f).suffix == ".py":
-            path = Path(f).resolve()
-            if path.is_relative_to(package) and path.exists():
-                out[path.relative_to(ROOT).as_posix()] = file_hash(path)
-    return dict(sorted(out.items()))
-
-
-def _note_modules() -> None:
-    """Add the modules imported so far to the run's manifest (the file named by ROMAE_RUN_MANIFEST), so the
-    run records which code produced its artefacts (called by record, save_figure and save_table)."""
-    target = os.environ.get(MANIFEST)
-    if not target or not writer():
-        return
-    path = Path(target)
-    try:
-        known = json.loads(path.read_text()) if path.exists() else {}
-    except ValueError:
-        known = {}
-    known.update(imported_modules())
-    files.write_atomic(path, json.dumps(dict(sorted(known.items())), indent=1) + "\n")
 
 
 def provenance_of(notebook: str, profile: str, reports_dir: str | Path | None = None) -> dict:
@@ -123,7 +85,6 @@ def save_figure(fig, name: str, reports_dir: str | Path | None = None, dpi: int 
     path = reports_path(reports_dir) / "figures" / f"{name}.png"
     if not writer():
         return path
-    _note_modules()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=dpi, bbox_inches="tight")
     return path
@@ -135,7 +96,6 @@ def save_table(df: pd.DataFrame, name: str, reports_dir: str | Path | None = Non
     csv, md = folder / f"{name}.csv", folder / f"{name}.md"
     if not writer():
         return csv, md
-    _note_modules()
     folder.mkdir(parents=True, exist_ok=True)
     write_atomic(csv, df)
     write_atomic(md, _markdown(df))
@@ -188,7 +148,6 @@ def record(experiment: str, setting: str, metric: str, ours: float, *, profile: 
                interval=None if interval is None else json.dumps(_interval_of(interval)))
     if writer():  # one writer in a distributed run
         upsert_results(pd.DataFrame([row]), reports_path(reports_dir) / "results.csv")
-        _note_modules()
     return row
 
 

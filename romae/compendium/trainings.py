@@ -13,8 +13,8 @@ there (`fit_cached(need_weights=True)` retrains where weights must be had).
 
 `romae.compendium.kept` reads here after the local cache, so a resumed run trains only what is missing; it writes
 here only while a record is open: `$ROMAE_TRAININGS` names its folder (`make reproduce` opens <reports>/trainings/).
-An entry is named by its config and by the *numbers* of the code that trained it (`romae.numerics`), so a comment,
-a moved function or a reworded message keeps it current.
+An entry is named by its config and by the code that trained it (`romae.compendium.staleness`: each statement
+vouched for by a numerics workload or hashed), so a comment, a moved function or a reworded message keeps it current.
 
 An entry verifies itself (`check`, the one decision the loader and the command line share), and a run does one of
 three things with it (`Verdict`):
@@ -295,7 +295,7 @@ def _canonical(obj: Any) -> str:
 
 def _twin_lies(key: str, meta: dict) -> str:
     """Why twin `meta` cannot be the entry named `key` (copied, or edited by hand), or '' when nothing says so."""
-    from .. import numerics
+    from . import staleness
 
     if not _keyed_right(key, meta):
         return ("its config and code do not hash to its key (an entry copied under another training's name, or its "
@@ -303,11 +303,12 @@ def _twin_lies(key: str, meta: dict) -> str:
     made_of = meta.get("code_of")
     if made_of is not None:
         try:
-            same = numerics.code_id(made_of) == meta["code"]
+            same = (staleness.code_id(made_of) if staleness.is_record(made_of) else _previous_code_id(made_of)) \
+                == meta["code"]
         except (TypeError, ValueError):
             same = False
         if not same:
-            return "its code_of (the modules and numbers it records) does not hash to its code (edited by hand)"
+            return "its code_of (the code it records) does not hash to its code (edited by hand)"
     elif meta.get("modules"):  # the format before the re-key: no run keys a training by its modules' bytes any more
         return "keyed by the bytes of its modules (before the re-key), with no code_of: no run keys a training so now"
     elif SEAL not in meta:  # a code named by its caller is vouched for by the seal of a twin written since seals
@@ -433,33 +434,36 @@ def entries(folder: Path | None = None) -> list[dict]:
     return sorted(out, key=lambda m: m.get("finished", ""))
 
 
+PREVIOUS = ("kept under the previous rule (numerics of 60 % of the library, definitions matched anywhere), not "
+            "proven under the sound one (issue 51's re-key)")
+
+
+def _previous_code_id(made_of: dict) -> str:
+    """The code id of a twin kept under the rule before issue 51 (its code_of: numerics and definitions)."""
+    return hashlib.sha256(json.dumps(made_of, sort_keys=True).encode()).hexdigest()
+
+
 def _changed(meta: dict) -> str:
-    """Why the next run would key twin `meta`'s training anew ('' when its code is the code's now): the library paths
-    whose numbers changed and the modules above the library whose definitions changed (`romae.numerics`)."""
-    from .. import numerics
+    """Why the next run would key twin `meta`'s training anew ('' when its code is the code's now): the units whose
+    code changed, started or stopped running, and the workloads whose numbers moved (`romae.compendium.staleness`)."""
+    from . import staleness
 
     made_of = meta.get("code_of")
     if made_of is None:
         return "keyed by the bytes of its modules (before the re-key): carried when a run next asks for it" \
             if meta.get("modules") else "no record of its code"
-    if not (isinstance(made_of, dict) and isinstance(made_of.get("numerics", {}), dict)
-            and isinstance(made_of.get("definitions", {}), dict)):
+    if not isinstance(made_of, dict):
         return f"its code_of is not a record of code ({str(made_of)[:60]})"
-    changed = [p for p, id_ in made_of.get("numerics", {}).items() if numerics.ids().get(p) != id_]
-    root = Path(__file__).resolve().parents[1]
-    for rel, digest in made_of.get("definitions", {}).items():
-        if not (root / rel).is_file():
-            changed.append(f"{rel} (gone)")
-        elif numerics.module_digest((root / rel).read_text()) != digest:
-            changed.append(rel)
-    return "the numbers of " + ", ".join(changed) + " changed" if changed else ""
+    if not staleness.is_record(made_of):
+        return PREVIOUS
+    why = staleness.check(made_of)
+    return "; ".join(why[:4]) + (f" and {len(why) - 4} more" if len(why) > 4 else "")
 
 
 def state(meta: dict) -> str:
     """What twin `meta` (with its `key`, as `entries` gives it) says of its code, without reading its .pt: 'current'
     when it is keyed right (`_keyed_right`) and the code it names, by its numbers, is the code's now
-    (`romae.numerics`: each library path's fingerprint and each other module's definitions), else 'stale: <why>'
-    (what changed), or 'damaged: <why>'. What the next run does with the entry, .pt and all: `next_run`."""
+    (`romae.compendium.staleness`), else 'stale: <why>' (what changed), or 'damaged: <why>'. What the next run does with the entry, .pt and all: `next_run`."""
     if "key" in meta and not _keyed_right(meta["key"], meta):
         return "damaged: its config and code do not hash to its key (copied or edited by hand): never used"
     changed = _changed(meta)
@@ -578,7 +582,7 @@ def _show(folder: Path, each: bool) -> int:
     used, retrained, aside = (int(t.action.eq(a).sum()) for a in (USE, RETRAIN, SET_ASIDE))
     unsealed = int(t.next_run.eq(f"{USE} ({UNSEALED})").sum())
     print(f"{len(t)} kept trainings in {folder}: {used} current (the next run uses them), {retrained} stale (retrained "
-          f"when next run: their code computes other numbers now), {aside} damaged (set aside: never used; retrained "
+          f"when next run: their code changed, or it is not proven under the sound rule), {aside} damaged (set aside: never used; retrained "
           "when a run asks for them)"
           + (f"; {unsealed} of them unsealed (kept before twins were sealed: their device, times and memory are "
              "descriptive, not verified)" if unsealed else ""))

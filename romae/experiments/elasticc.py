@@ -500,3 +500,8 @@ def main(argv=None) -> None:
 
 if __name__ == "__main__":
     main()
+
+
+from ..compendium import plan as _plan  # noqa: E402 (registered once defined)
+
+_plan.register("13", paper_trainings, split_batch=True)  # the whole-paper plan lists it

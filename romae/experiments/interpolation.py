@@ -518,3 +518,5 @@ def plot_learning_curves(res: dict):
         ax.legend(fontsize=8, loc="best")
     fig.tight_layout()
     return fig
+
+plan.register("15", paper_trainings)  # the whole-paper plan lists it

@@ -413,3 +413,5 @@ def plot_learning_curves(res: dict):
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.15))
     fig.tight_layout()
     return fig
+
+plan.register("14", paper_trainings)  # the whole-paper plan lists it

@@ -516,3 +516,5 @@ def main(argv=None) -> None:
 
 if __name__ == "__main__":
     main()
+
+plan.register("10", paper_trainings, split_batch=True)  # the whole-paper plan lists it

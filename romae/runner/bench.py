@@ -263,10 +263,11 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.cmd == "plan":
         from ..compendium import plan
-        from . import plantables
+        from . import experiments, plantables
 
         precisions = plan.PRECISIONS if args.precision == "all" else (args.precision,)
         try:
+            experiments.load()
             p = plan.plan(args.device, args.gpus, args.gpu_memory, precisions,
                           only=[n.strip() for n in args.only.split(",")] if args.only else None, checked=not args.no_check)
         except ValueError as e:

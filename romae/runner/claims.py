@@ -429,8 +429,16 @@ def headline(view: pd.DataFrame, cov: dict) -> str:
     cost = (f"The whole paper profile is planned (`make plan`) at {total[0]} h FP32 / {total[1]} h BF16 on one "
             f"H100{graphed}{eager}. What each claim would need is in its row." if total else
             "The paper profile has no plan here yet (`make plan`).")
+    codes = [c for c in view.get("code", pd.Series(dtype=str)) if c]
+    stale = sum(c == "stale" for c in codes)
+    code = (f"- **Code.** The runs behind {stale} of the {len(codes)} claims with results are stale: the code they "
+            "ran is not proven to be today's (`romae.compendium.staleness`); each artefact's reason and the cost to "
+            "redo it are under [Paper artefacts](#paper-artefacts)." if stale else
+            f"- **Code.** Every run behind the {len(codes)} claims with results is current: today's code computes "
+            "what they hold (`romae.compendium.staleness`).")
     return "\n".join([
         f"- **Claims.** Of the paper's {len(view)} claims and stated limitations: {said}.",
+        code,
         f"- **Coverage.** {cov['paper_scale']} of RoMAE's {cov['cells']} numeric cells in Tables 1-7 and 9 come from "
         f"runs at the paper's scale; {cov['judged']} cells were judged against the paper (the others: a gate failed, "
         f"a reduced run, or not run).",

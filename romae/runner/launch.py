@@ -31,6 +31,7 @@ import torch
 
 from .. import engine, graphs, kernels, masking, runtime
 from ..compendium import measure, plan
+from . import experiments
 from ..config import TrainConfig
 from ..optim import _lr_factor, make_optimizer
 
@@ -45,6 +46,7 @@ def workloads() -> dict[str, plan.Training]:
     """The three workloads, as the plan sees their paper trainings."""
     t9 = plan.Training("Table 9 step (App. B.2)", "pretrain", measure.table9_config(),
                        TrainConfig(batch_size=64), n_tokens=196, samples=10_000)
+    experiments.load()
     return {"01 table1 tiny": plan.trainings("01")[0], "02 frequency": plan.trainings("02")[0], "table9": t9}
 
 

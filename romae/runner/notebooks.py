@@ -178,16 +178,13 @@ def result_lines(path: Path) -> list[str]:
     return lines
 
 
-def write_provenance(stage: Path, source: Path, profile: str, manifest: Path, commit: str) -> Path:
-    """<stage>/provenance/<notebook>.json: the profile, the commit and the code its kernel ran, by its numbers
-    (`romae.runner.provenance.record`: the numerics of the library paths and the definitions of the other package
-    modules it imported, listed by the kernel in `manifest`, and the notebook's code); published with the artefacts."""
-    from .provenance import notebook_modules, record as code_record
+def write_provenance(stage: Path, source: Path, profile: str, commit: str) -> Path:
+    """<stage>/provenance/<notebook>.json: the profile, the commit and the code its kernel can have run
+    (`romae.runner.provenance.record`: the code record of what the notebook's cells name, and the notebook's code);
+    published with the artefacts."""
+    from .provenance import record as code_record
 
-    modules = set(json.loads(manifest.read_text())) if manifest.exists() else set()
-    manifest.unlink(missing_ok=True)
-    modules |= set(notebook_modules(source))  # what the notebook imports, read from source: never fewer than it ran
-    record = dict(notebook=source.stem, profile=profile, commit=commit, **code_record(sorted(modules), source))
+    record = dict(notebook=source.stem, profile=profile, commit=commit, **code_record(source))
     path = stage / "provenance" / f"{source.stem}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record, indent=1) + "\n")

@@ -29,6 +29,7 @@ from pathlib import Path
 import torch
 
 from ..compendium import plan
+from . import experiments
 from .. import runtime
 from ..compendium.cost import minutes
 
@@ -40,6 +41,7 @@ README_BEGIN, README_END = "<!-- promise:begin -->", "<!-- promise:end -->"
 
 def _order(notebooks) -> list[tuple[str, plan.Training]]:
     """Every paper training, one per notebook in turn (so a short budget still samples every notebook)."""
+    experiments.load()
     lists = [[(nb, t) for t in plan.trainings(nb)] for nb in notebooks]
     out = []
     while any(lists):
@@ -122,7 +124,7 @@ def measure(device: str = "this", notebooks=None, budget_minutes: float = 15.0, 
                     memory_gib=memory_gib, steps=steps, budget_minutes=budget_minutes,
                     cpu_micro=None if on_gpu else CPU_MICRO, torch=torch.__version__)
     deadline = time.monotonic() + 60 * budget_minutes
-    order = [(nb, t, p) for nb, t in _order(notebooks or list(plan.NOTEBOOKS)) for p in precisions]
+    order = [(nb, t, p) for nb, t in _order(notebooks or list(experiments.load())) for p in precisions]
     labels = [f"{nb} {t.name} ({p})" for nb, t, p in order]
     rows, left = [], []
     for i, (nb, t, p) in enumerate(order):

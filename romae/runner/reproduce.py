@@ -144,16 +144,13 @@ def run_notebook(source: Path, profile: str, reports: Path, timeout: float | Non
     out.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     status, error, where = "ok", "", ""
-    manifest = stage / "modules.json"
-    # the kernel lists the package modules it ran (report._note_modules); TQDM_DISABLE quiets the bars that
-    # leave `disable` to tqdm (fit's does not: strip_timestamps drops bars from the executed copy)
+    # TQDM_DISABLE quiets the bars that leave `disable` to tqdm (fit's does not: strip_timestamps drops bars from the executed copy)
     # the kernel's lines for the terminal (romae.compendium.terminal.say: plan, trainings, results) are printed as they come
     fd, echo = tempfile.mkstemp(prefix=f"romae-terminal-{source.stem}-", suffix=".log")  # never published
     os.close(fd)
     echo = Path(echo)
-    with _restored_env(report.MANIFEST, "TQDM_DISABLE", terminal.ECHO), _echoed(echo), \
-            _time_limit(timeout, source.stem) as hit:
-        os.environ.update({report.MANIFEST: str(manifest), "TQDM_DISABLE": "1", terminal.ECHO: str(echo)})
+    with _restored_env("TQDM_DISABLE", terminal.ECHO), _echoed(echo), _time_limit(timeout, source.stem) as hit:
+        os.environ.update({"TQDM_DISABLE": "1", terminal.ECHO: str(echo)})
         try:
             # KERNEL_QUIET: ipykernel's warning that its local TCP transport is unencrypted, once per notebook;
             # no limit per cell (the notebook's own, _time_limit, bounds every cell)
@@ -176,8 +173,8 @@ def run_notebook(source: Path, profile: str, reports: Path, timeout: float | Non
         shutil.rmtree(stage, ignore_errors=True)
         raise KeyboardInterrupt(f"signal {_INTERRUPTED[-1]}")
     seconds = time.perf_counter() - start
-    if status == "ok":  # which code made these artefacts: the freshness check reads it (report.freshness)
-        write_provenance(stage, source, profile, manifest, row["commit"])
+    if status == "ok":  # which code made these artefacts: the freshness check reads it (provenance.freshness)
+        write_provenance(stage, source, profile, row["commit"])
         for line in result_lines(stage / "results.csv"):
             print(f"    {line}", flush=True)
     variant = variant_slug(source.stem, profile, overrides)
@@ -265,7 +262,9 @@ def planned_seconds(notebook: str, rt: runtime.Runtime, plan_json: Path | None =
     if rt.device == "cpu":
         try:
             from ..compendium import plan
+            from . import experiments
 
+            experiments.load()
             hours = plan.plan("cpu", 1, None, only=[notebook], checked=False,
                               precisions=("fp32",))["totals"].get(notebook, {}).get("fp32")
         except Exception:  # the plan is a courtesy here: no estimate, not a failure

@@ -56,3 +56,8 @@ from .experiment import (
     run, _clips_text, run_scale, training_losses, pretraining_effect, _note, comparison_table, main)
 from .figures import (
     title_tag, plot_accuracy, reconstruct, pretrained_model, plot_reconstruction, plot_per_class)
+
+
+from ...compendium import plan as _plan  # noqa: E402 (registered once defined)
+
+_plan.register("11", paper_trainings, split_batch=True)  # the whole-paper plan lists it

@@ -43,7 +43,7 @@ import torch
 
 from ...compendium import plan, report
 from ... import runtime
-from ...cache import cached
+from ...compendium.kept import cached
 from ...config import RoMAEConfig, TrainConfig, check_profile, size
 from ...data.sines import SineConfig, one_mode_freqs, sine_series, snr, two_mode_freqs
 from ...model import RoMAEForPreTraining
@@ -61,3 +61,5 @@ from .scoring import (
 from .experiment import (
     positions_label, run_scale, METRIC_COLUMNS, _record_variant, status_table, run, reading)
 from .figures import plot_control, _tag, plot_fig3, plot_fig4, plot_fig5
+
+plan.register("02", paper_trainings)  # the whole-paper plan lists it

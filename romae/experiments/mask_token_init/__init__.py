@@ -72,3 +72,5 @@ from .reading import (
 from .experiment import run
 from .figures import plot_first_steps, plot_learning_curves
 from .verdict import training_flags, LEARNED, CLOSE, conclusion
+
+plan.register("04", paper_trainings)  # the whole-paper plan lists it

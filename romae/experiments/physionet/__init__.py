@@ -67,7 +67,7 @@ import torch
 from ...compendium import plan, report
 from ... import runtime
 from ...builders import from_long
-from ...cache import cached
+from ...compendium.kept import cached
 from ...config import RoMAEConfig, TrainConfig, check_profile, size
 from ...data import physionet as P
 from ...data.catalog import Need, require
@@ -93,3 +93,5 @@ from .conclusions import wide, conclusion, gross_outliers, gross_error_text
 from .figures import (
     title_tag, PUBLISHED_STYLES, _SPARE_STYLES, published_styles, plot_methods, plot_record,
     plot_per_variable, plot_learning_curves)
+
+plan.register("16", paper_trainings)  # the whole-paper plan lists it

@@ -8,7 +8,6 @@ import torch
 
 from ...compendium import plan, terminal
 from ... import runtime
-from ... import cache
 from ...compendium.kept import kept
 from ...config import RoMAEConfig, TrainConfig
 from ...data.position import position_grid, position_samples
@@ -55,9 +54,9 @@ def _kept(name: str, label: str, key: dict, compute, cache_dir, refresh: bool, p
         with terminal.named(label, planned):
             return compute()
 
-    # keyed by this module's closure (its profiles, the data generator, the model and the loop), not the callers'
-    code, made_of = cache.code_for(cache.module_closure(("experiments/position/training.py",)))
-    result = kept(name, key, train, cache_dir=cache_dir, refresh=refresh, planned=planned, code=code, made_of=made_of)
+    # keyed by what this module runs (its profiles, the data generator, the model and the loop), not the callers'
+    result = kept(name, key, train, cache_dir=cache_dir, refresh=refresh, planned=planned,
+                  roots=["experiments/position/training.py:"])
     if not computed:
         terminal.cached(label, planned)
     return result

@@ -65,3 +65,8 @@ from .tables import (
     pretraining_differences, comparison_table)
 from .experiment import run_dataset, _note, run
 from .figures import plot_example, title_tag, seed_colours, plot_accuracy, plot_learning_curves
+
+
+from ...compendium import plan as _plan  # noqa: E402 (registered once defined)
+
+_plan.register("12", paper_trainings)  # the whole-paper plan lists it
