@@ -179,7 +179,7 @@ def test_a_variant_keeps_its_rows_provenance_and_summary_apart(runs):
     main = pd.read_csv(reports / "results.csv")  # the same (experiment, setting, metric, profile): not replaced
     assert main.note.tolist() == ["runner test [] 1 False"]
     prov = json.loads((variant / "provenance" / "03_ok.json").read_text())
-    assert prov["notebook"] == "03_ok" and prov["profile"] == "smoke" and "compendium/report" in prov["definitions"]
+    assert prov["notebook"] == "03_ok" and prov["profile"] == "smoke" and prov["format"] == 3 and prov["code"]["units"]
     assert (reports / "provenance" / "03_ok.json").exists()  # the default run's, beside it
     assert (variant / "summary.csv").exists() and "runner test ['A', 'B']" in (variant / "SUMMARY.md").read_text()
     assert "page: `03_ok.html`" in (variant / "SUMMARY.md").read_text()

@@ -72,6 +72,7 @@ def record(tmp_path, monkeypatch):
     folder = tmp_path / "reports" / "trainings"
     folder.mkdir(parents=True)
     a, b = (_carried(REAL, k, folder) for k in _real_keys())
+    shutil.copytree(folder, folder.parent / "carried")  # pristine copies, for tests that need one
     monkeypatch.setattr(trainings, "DEFAULT", tmp_path / "empty-repo-record")
     monkeypatch.delenv(trainings.ENV, raising=False)
     monkeypatch.delenv(terminal.ECHO, raising=False)
@@ -256,7 +257,7 @@ def test_a_set_aside_entry_is_said_in_the_terminal_of_the_run(record, monkeypatc
     _copy(f, a, f, as_key=b)
     good = record.tmp / "other-record"
     good.mkdir()
-    _copy(REAL, b, good)
+    _copy(f.parent / "carried", b, good)  # the entry as the fixture carried it
     echo = record.tmp / "echo.log"
     monkeypatch.setenv(terminal.ECHO, str(echo))
     with _echoed(echo), pytest.warns(UserWarning):

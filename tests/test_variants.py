@@ -66,8 +66,10 @@ def test_a_variant_publishes_apart_and_is_listed_with_its_code_state(tmp_path, m
 
     # a variant whose record no longer matches the code (or that has none) reads stale, naming why
     record = dest / "provenance" / f"{NOTEBOOK}.json"
-    record.write_text(json.dumps(dict(json.loads(record.read_text()), numerics={"model": "other-numbers"})))
+    rec = json.loads(record.read_text())
+    now, rec["code"]["numbers"]["model"] = rec["code"]["numbers"]["model"], "other-numbers"
+    record.write_text(json.dumps(rec))
     table = reproduce.variant_table(reports)
-    assert table.code.tolist() == ["stale: numerics of model"]
+    assert table.code.tolist() == [f"stale: numbers of the model workload: other-numbers -> {now}"]
     record.unlink()
     assert reproduce.variant_table(reports).code.tolist() == ["stale: (no record of the code it ran)"]
