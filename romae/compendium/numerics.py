@@ -126,7 +126,8 @@ def measure(package: Path | None = None) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "measured.json"
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(package.parent), os.environ.get("PYTHONPATH", "")]))
-        for name in ("ATEN_CPU_CAPABILITY", "ROMAE_TRAININGS", "ROMAE_DEVICE", "ROMAE_MAX_STEPS", "ROMAE_PRECISION"):
+        for name in ("ATEN_CPU_CAPABILITY", "ROMAE_TRAININGS", "ROMAE_DEVICE", "ROMAE_MAX_STEPS", "ROMAE_PRECISION",
+                     "ROMAE_ECHO"):
             env.pop(name, None)  # a workload writes no record and runs as itself, whatever this run was asked for
         env[IN_WORKLOAD] = "1"  # the kept results a workload makes are keyed without measuring (no recursion)
         # this file's workloads, run as a script against the package in `package` (another checkout's too)
