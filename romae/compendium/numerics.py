@@ -106,36 +106,19 @@ def measure(package: Path | None = None) -> dict:
     package it executed (a line tracer), for the package in folder `package` (default: this one), run in a fresh
     process. Memoised on disk (.cache/romae/numerics/) per workload by the bytes of the files it ran: a workload whose
     files are unchanged is not run again (a change to baselines.py reruns the baselines' workload only)."""
-    import os
-    import subprocess
-    import tempfile
-
     package = Path(package).resolve() if package is not None else PACKAGE
     found: dict = {"ids": {}, "lines": {}}
-    todo, keys = [], {}
+    todo = []
     for p in PATHS:
         try:
             ran = json.loads((MEMO / f"{p}-files.json").read_text())  # the files it ran last time it was measured
-            keys[p] = _state(package, ran)
-            memo = json.loads((MEMO / f"{p}-{keys[p]}.json").read_text())
+            memo = json.loads((MEMO / f"{p}-{_state(package, ran)}.json").read_text())
             found["ids"][p], found["lines"][p] = memo["id"], memo["lines"]
         except (OSError, ValueError, KeyError):
             todo.append(p)
     if not todo:
         return found
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "measured.json"
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(package.parent), os.environ.get("PYTHONPATH", "")]))
-        for name in ("ATEN_CPU_CAPABILITY", "ROMAE_TRAININGS", "ROMAE_DEVICE", "ROMAE_MAX_STEPS", "ROMAE_PRECISION",
-                     "ROMAE_ECHO"):
-            env.pop(name, None)  # a workload writes no record and runs as itself, whatever this run was asked for
-        env[IN_WORKLOAD] = "1"  # the kept results a workload makes are keyed without measuring (no recursion)
-        # this file's workloads, run as a script against the package in `package` (another checkout's too)
-        done = subprocess.run([sys.executable, str(WORKLOADS_FILE), "--paths", *todo, "--vectors", str(out), "--lines", "--here",
-                               "--quiet"], cwd=tmp, env=env, capture_output=True, text=True, timeout=1200)
-        if done.returncode != 0:
-            raise RuntimeError(f"the numerics workloads failed on {package}:\n{done.stderr[-3000:]}")
-        data = json.loads(out.read_text())
+    data = _run(package, todo, "--lines")
     ids = {p: "failed" if v is None else identify(p, v) for p, v in data["vectors"].items()}
     ids.update(_on_other_kernels([p for p, i in ids.items() if i.startswith("~")], package))
     for p in todo:
@@ -173,8 +156,6 @@ def _on_other_kernels(paths: list[str], package: Path = PACKAGE) -> dict[str, st
     this, every kept training would read stale on such a CPU and a run would train again what it has. Paths no kernel
     set matches keep their unregistered id."""
     import os
-    import subprocess
-    import tempfile
 
     import torch
 
@@ -184,20 +165,35 @@ def _on_other_kernels(paths: list[str], package: Path = PACKAGE) -> dict[str, st
         todo = [p for p in paths if p not in found]
         if not todo or cap == here or os.environ.get("ATEN_CPU_CAPABILITY", "").lower() == cap:
             continue
-        with tempfile.TemporaryDirectory() as tmp:
-            out = Path(tmp) / "vectors.json"
-            env = dict(os.environ, ATEN_CPU_CAPABILITY=cap,
-                       PYTHONPATH=os.pathsep.join([str(Path(package).parent), os.environ.get("PYTHONPATH", "")]))
-            try:
-                subprocess.run([sys.executable, str(WORKLOADS_FILE), "--paths", *todo, "--vectors", str(out), "--here",
-                                "--quiet"],
-                               cwd=tmp, env=env, check=True, capture_output=True, timeout=600)
-                vectors = json.loads(out.read_text())["vectors"]
-            except (OSError, ValueError, KeyError, subprocess.SubprocessError):
-                continue
+        try:
+            vectors = _run(package, todo, ATEN_CPU_CAPABILITY=cap)["vectors"]
+        except (OSError, ValueError, KeyError, RuntimeError):
+            continue
         for p, v in vectors.items():
             id_ = identify(p, v)
             if not id_.startswith("~"):
                 found[p] = id_
     return found
+
+
+def _run(package: Path, paths: list[str], *flags: str, **env_extra: str) -> dict:
+    """{"vectors": ..., "lines": ...} of `paths`' workloads run on the package in folder `package`, in a fresh
+    process (`workloads.py` as a script); RuntimeError with its stderr when that process fails. The workloads run as
+    themselves, whatever this process was asked for: no record open, no device, dry run or precision, no echo."""
+    import os
+    import subprocess
+    import tempfile
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(package).parent), os.environ.get("PYTHONPATH", "")]))
+    for name in ("ATEN_CPU_CAPABILITY", "ROMAE_TRAININGS", "ROMAE_DEVICE", "ROMAE_MAX_STEPS", "ROMAE_PRECISION",
+                 "ROMAE_ECHO"):
+        env.pop(name, None)
+    env.update(env_extra, **{IN_WORKLOAD: "1"})  # the kept results a workload makes are keyed without measuring
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "measured.json"
+        done = subprocess.run([sys.executable, str(WORKLOADS_FILE), "--paths", *paths, "--vectors", str(out), "--here",
+                               "--quiet", *flags], cwd=tmp, env=env, capture_output=True, text=True, timeout=1200)
+        if done.returncode != 0:
+            raise RuntimeError(f"the numerics workloads failed on {package}:\n{done.stderr[-3000:]}")
+        return json.loads(out.read_text())
 

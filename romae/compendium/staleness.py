@@ -250,8 +250,7 @@ class Tree:
         node = copy.deepcopy(node)
         ran: set[int] = set()
         if masked:
-            hit = frozenset().union(*(self._hit(w, rel) for w in self.measured()["lines"]))
-            node = _Mask(hit, ran).unit(node)
+            node = _Mask(self._hit(None, rel), ran).unit(node)
         refs: list[str] = []
         node = _Normalise(self, rel, refs).visit(node)
         return ast.dump(node, annotate_fields=False, include_attributes=False), refs, ran
@@ -283,8 +282,9 @@ class Tree:
         return h + ("@" + ",".join(by) if by else "")
 
     @functools.lru_cache(maxsize=None)
-    def _hit(self, workload: str, rel: str) -> frozenset[int]:
-        return frozenset(self.measured()["lines"][workload].get(rel, ()))
+    def _hit(self, workload: str | None, rel: str) -> frozenset[int]:  # the lines of `rel` it ran (None: any)
+        lines = self.measured()["lines"]
+        return frozenset(ln for w in ([workload] if workload else lines) for ln in lines[w].get(rel, ()))
 
     def neighbours(self, place: str) -> set[str]:
         """The places a unit brings into a closure (the module docstring)."""

@@ -463,7 +463,8 @@ def _changed(meta: dict) -> str:
 def state(meta: dict) -> str:
     """What twin `meta` (with its `key`, as `entries` gives it) says of its code, without reading its .pt: 'current'
     when it is keyed right (`_keyed_right`) and the code it names, by its numbers, is the code's now
-    (`romae.compendium.staleness`), else 'stale: <why>' (what changed), or 'damaged: <why>'. What the next run does with the entry, .pt and all: `next_run`."""
+    (`romae.compendium.staleness`), else 'stale: <why>' (what changed), or 'damaged: <why>'. What the next run
+    does with the entry, .pt and all: `next_run`."""
     if "key" in meta and not _keyed_right(meta["key"], meta):
         return "damaged: its config and code do not hash to its key (copied or edited by hand): never used"
     changed = _changed(meta)
@@ -582,8 +583,8 @@ def _show(folder: Path, each: bool) -> int:
     used, retrained, aside = (int(t.action.eq(a).sum()) for a in (USE, RETRAIN, SET_ASIDE))
     unsealed = int(t.next_run.eq(f"{USE} ({UNSEALED})").sum())
     print(f"{len(t)} kept trainings in {folder}: {used} current (the next run uses them), {retrained} stale (retrained "
-          f"when next run: their code changed, or it is not proven under the sound rule), {aside} damaged (set aside: never used; retrained "
-          "when a run asks for them)"
+          f"when next run: their code changed, or it is not proven under the sound rule), {aside} damaged (set aside: "
+          "never used; retrained when a run asks for them)"
           + (f"; {unsealed} of them unsealed (kept before twins were sealed: their device, times and memory are "
              "descriptive, not verified)" if unsealed else ""))
     shown = t[~t.next_run.isin([USE, f"{USE} ({UNSEALED})"])]
