@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from ..compendium.staleness import PACKAGE, ROOT, TRAINING_ROOTS, Tree, _record_of, code_id, explain, here, is_record
-from .provenance import notebook_roots
+from .provenance import notebook_code, notebook_roots
 
 
 def tree_at(commit: str, where: Path) -> Tree:
@@ -50,7 +50,7 @@ def stales(base: str = "HEAD", head: str | None = None) -> dict[str, list[str]]:
                 continue
             recs = [t.record(notebook_roots(b[stem], t)) for t, b in zip(trees, books)]
             why = explain(*recs) if code_id(recs[0]) != code_id(recs[1]) else []
-            if _cells(books[0][stem]) != _cells(books[1][stem]):
+            if notebook_code(books[0][stem]) != notebook_code(books[1][stem]):  # what freshness compares
                 why.append(f"notebooks/{stem}.ipynb: its code cells changed")
             if why:
                 out[f"notebook {stem}"] = why
@@ -66,10 +66,6 @@ def stales(base: str = "HEAD", head: str | None = None) -> dict[str, list[str]]:
             if code_id(recs[0]) != code_id(recs[1]):
                 out[f"kept {twin.relative_to(ROOT).with_suffix('')}"] = explain(*recs)
         return out
-
-
-def _cells(text: str) -> list[str]:
-    return ["".join(c.get("source", [])) for c in json.loads(text).get("cells", []) if c.get("cell_type") == "code"]
 
 
 # ----------------------------------------------------------------------------- planted changes (the mutation test)
