@@ -16,6 +16,9 @@
 #                    left out, 4 x the notebook's estimate (its longest successful run in reports/runs.csv, for
 #                    the paper profile also the plan's hours), at least 1 h (1 h without an estimate). A notebook
 #                    at its limit is stopped and fails (exit 1); what is published stays as it was
+#                    TIME_BUDGET=9000: stop cleanly before 9000 s (a training at a step boundary, its checkpoint
+#                    kept in reports/trainings/in_progress/ to commit; nothing of its notebook published; exit 75 and
+#                    the command that continues it); SIGTERM / SIGUSR1 do the same
 #                    PROFILE=paper stops before training when torch sees no accelerator, unless DEVICE=cpu;
 #                    it exits 3 ("paper profile incomplete") when a notebook was skipped for missing data,
 #                    unless ALLOW_SKIPS=1
@@ -43,6 +46,7 @@ MAX_STEPS ?=
 PRECISION ?=
 GPU_MEMORY ?=
 ALLOW_SKIPS ?=
+TIME_BUDGET ?=
 # seconds each notebook may run (0: no limit); empty: the runner's default from the notebook's estimate
 TIMEOUT ?=
 # a CUDA build of torch for `make venv` (e.g. https://download.pytorch.org/whl/cu128); empty: pip's default
@@ -88,7 +92,7 @@ reproduce: venv
 		$(if $(filter 1 yes true,$(DOWNLOAD)),--download) $(if $(MIRROR),--mirror $(MIRROR)) \
 		$(if $(DEVICE),--device $(DEVICE)) $(if $(MAX_STEPS),--max-steps $(MAX_STEPS)) \
 		$(if $(PRECISION),--precision $(PRECISION)) $(if $(GPU_MEMORY),--gpu-memory $(GPU_MEMORY)) \
-		$(if $(filter 1 yes true,$(ALLOW_SKIPS)),--allow-skips)
+		$(if $(filter 1 yes true,$(ALLOW_SKIPS)),--allow-skips) $(if $(TIME_BUDGET),--time-budget $(TIME_BUDGET))
 
 # what the paper profile costs on one 80 GB H100 (steps, FLOPs, memory, micro-batches, hours in FP32 / TF32 /
 # BF16); rewrites the table in docs/reproducing.md (tests/test_plan.py checks that it is current) and its JSON,

@@ -22,7 +22,7 @@ import torch
 from accelerate.utils import gather_object
 from safetensors.torch import load_file, save_file
 
-from romae.files import sha256
+from romae.storage import sha256
 
 try:
     import fcntl

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import time
 from dataclasses import dataclass, field
 
 import torch
 from accelerate.utils import gather_object
 
-from . import checkpoint, feeding, graphs, masking
+from . import checkpoint, feeding, graphs, masking, runtime
 from .config import TrainConfig
 
 
@@ -57,6 +58,14 @@ class Run:
     bar: object = None
     tell: object = None
     t0: float = 0.0
+    # stopping cleanly before the end (`pause_due`): a deadline (Unix time), a stop file, and what the run has learnt
+    # of its own pace: the slowest recent step and the last checkpoint's save, in seconds
+    deadline: float | None = None
+    stop_file: str | None = None
+    paused: str | None = None  # why it stopped before `stop` was reached, once it did
+    slowest: float = 0.0
+    save_seconds: float | None = None
+    first: int = 0  # the step this call started from
 
     @property
     def dev(self) -> torch.device:
@@ -108,6 +117,7 @@ def start(run: Run, held: contextlib.ExitStack, on_progress, compile_model) -> N
     if run.tell is not None:
         run.tell("start", run.step, run.stop)
     run.t0 = time.perf_counter() - run.seconds
+    run.first = run.step
     run.model.train()
 
 
@@ -139,9 +149,44 @@ def train_one_epoch(run: Run, epoch: int) -> None:
                                               run.params, cfg, run.step, check=not run.deferred, inner=run.inner,
                                               graphs=run.graphs)
         run.step += 1
+        if run.step < run.stop:  # asked to stop, or the deadline is near: this step is the last, saved as such
+            run.paused = pause_due(run, time.perf_counter() - t_step)
         after_step(run, epoch, loss, grad_norm, lr, t_step)
-        if run.step >= run.stop:
+        if run.step >= run.stop or run.paused is not None:
             break
+
+
+def pause_due(run: Run, took: float | None = None) -> str | None:
+    """Why the run should stop cleanly now, or None: a stop requested of this process (`romae.runtime.request_stop`,
+    a signal), its stop file present, or its deadline closer than the next step and a checkpoint take (twice the
+    slowest recent step, the first of a call aside, which sets things up; 1.5 x the last save or its estimate; half a
+    second). Only a run with an out_dir stops so: its
+    checkpoint continues it. With several processes, every 16th step, the decision of all (any one asks)."""
+    if run.out is None:
+        return None
+    if took is not None and run.step > run.first + 1:
+        run.slowest = max(took, 0.95 * run.slowest)  # forgets a slow step over some dozens of steps
+    n_proc = run.accelerator.num_processes
+    if n_proc > 1 and run.step % 16:
+        return None
+    why = runtime.stop_requested()
+    if why is None and run.stop_file and os.path.exists(run.stop_file):  # it says why (a signal's name), or nothing
+        try:
+            why = open(run.stop_file).read().strip() or "asked to stop"
+        except OSError:
+            why = "asked to stop"
+    if why is None and run.deadline is not None:
+        save = run.save_seconds if run.save_seconds is not None else 0.2 + _model_bytes(run.inner) * 3 / 200e6
+        if time.time() + 2 * run.slowest + 1.5 * save + 0.5 >= run.deadline:
+            why = "time budget"
+    if n_proc > 1:  # one decision for all: any process's reason stops every one
+        asked = run.accelerator.reduce(torch.tensor(float(why is not None), device=run.dev), "max").item()
+        why = why or ("time budget" if asked else None)
+    return why
+
+
+def _model_bytes(model) -> int:
+    return sum(p.numel() * p.element_size() for p in model.parameters())
 
 
 def after_step(run: Run, epoch: int, loss, grad_norm, lr: float, t_step: float) -> None:
@@ -171,7 +216,7 @@ def after_step(run: Run, epoch: int, loss, grad_norm, lr: float, t_step: float) 
         if run.callback is not None and run.main:
             run.callback(row, run.inner)
     periodic = cfg.checkpoint_every and step % cfg.checkpoint_every == 0
-    if run.ckpt is not None and (step == run.stop or periodic):
+    if run.ckpt is not None and (step == run.stop or periodic or run.paused is not None):
         _save(run, epoch)
 
 
@@ -198,9 +243,11 @@ def _save(run: Run, epoch: int) -> None:
                    "seconds": time.perf_counter() - run.t0, "data": run.fingerprint, "history": list(run.history)}
     w = run.window
     mine = {"window": {**w, "loss": float(w["loss"]), "grad_norm": float(w["grad_norm"])}}
+    t = time.perf_counter()
     checkpoint.save(run.ckpt, run.accelerator, run.inner, train_state, mine,
                     {**run.saved_config, "step": run.step, "total_steps": run.total_steps},
                     keep_prev=run.keep_prev and run.step < run.total_steps)
+    run.save_seconds = time.perf_counter() - t
     run.keep_prev = True
 
 
@@ -214,7 +261,7 @@ def finish(run: Run) -> None:
                  **({"capture_failed": run.graphs.failed} if run.graphs.failed else {})})
     run.bar.close()
     if run.tell is not None:
-        run.tell("end", run.step, run.stop)
+        run.tell("end" if run.paused is None else "paused", run.step, run.stop)
 
 
 # ----------------------------------------------------------------------------- one optimiser step, validation

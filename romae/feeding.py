@@ -230,7 +230,7 @@ FINGERPRINT_CHUNK = 4096  # samples fetched at a time by data_fingerprint (a dat
 
 
 def _update(h, batch: dict) -> None:
-    from .files import tensor_digest
+    from .storage import tensor_digest
 
     for key in sorted(batch):
         h.update(key.encode())

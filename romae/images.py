@@ -163,7 +163,7 @@ class GridDataset:
         drawing augmentations."""
         import hashlib
 
-        from .files import describe_callable, tensor_digest
+        from .storage import describe_callable, tensor_digest
 
         h = hashlib.sha256()
         for v in (self.grids, self.labels, self.mean, self.std, self.scale, self.patch_size, self.size,

@@ -12,7 +12,7 @@
 3. Predict the test samples with the model after the last epoch (no selection on the test set) and
    score them.
 
-Here both trainings run in memory with `fit`. The compendium's version (`romae.compendium.recipe.pretrain_finetune`,
+Here both trainings run in memory with `fit`. The compendium's version (`romae.compendium.kept.pretrain_finetune_kept`,
 what the experiments call) passes a `trainer` and an `evaluator` that keep their results (the results cache and the
 committed record of trainings), so a re-run loads them instead of retraining; the fine-tuning's key then names
 the pre-training's, so a changed pre-training retrains the classifier. A modality module only builds its data and

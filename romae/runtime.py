@@ -9,20 +9,27 @@ them without a notebook parameter of its own (the library reads no environment v
                                  is neither read nor written, micro-batches are capped on the CPU
     ROMAE_PRECISION=fp32|tf32|bf16   a named deviation from the profile's precision (the paper: FP32)
     ROMAE_GPU_MEMORY=80          GB per device the plan fits micro-batches into (unset: the device's own)
+    ROMAE_DEADLINE=1795000000    a time budget: the Unix time by which every training has stopped cleanly at a step
+                                 boundary, its checkpoint written (`fit` returns it `paused`; the same call continues)
+    ROMAE_STOP_FILE=/tmp/x       a training stops the same way once this file exists (the runner's SIGTERM)
+`request_stop` (a signal handler: `stopping_on_signals`) asks the same of this process's trainings.
 
 `current()` gives them; `describe()` is what runs.csv and every result row record about the machine.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import threading
 from dataclasses import dataclass
 
 import torch
 
 PRECISIONS = ("fp32", "tf32", "bf16")
 DEVICES = ("cpu", "cuda")
-ENV = ("ROMAE_DEVICE", "ROMAE_MAX_STEPS", "ROMAE_PRECISION", "ROMAE_GPU_MEMORY")
+ENV = ("ROMAE_DEVICE", "ROMAE_MAX_STEPS", "ROMAE_PRECISION", "ROMAE_GPU_MEMORY", "ROMAE_DEADLINE", "ROMAE_STOP_FILE")
 DRY_MICRO_CPU = 4  # a dry run on the CPU: at most this many samples per micro-batch, two micro-batches a step
 
 
@@ -32,6 +39,8 @@ class Runtime:
     max_steps: int | None = None  # a dry run: optimiser steps per training
     precision: str | None = None  # None: each TrainConfig's own (fp32 unless bf16=True)
     gpu_memory_gb: float | None = None  # the plan's memory per device (None: the device's own)
+    deadline: float | None = None  # Unix time by which trainings stop cleanly (a time budget), None: none
+    stop_file: str | None = None  # trainings stop cleanly once this file exists
 
     def __post_init__(self):
         if self.device not in (None, *DEVICES):
@@ -42,6 +51,8 @@ class Runtime:
             raise ValueError(f"max_steps must be >= 1, got {self.max_steps}")
         if self.gpu_memory_gb is not None and not self.gpu_memory_gb > 0:
             raise ValueError(f"gpu memory must be > 0 GB, got {self.gpu_memory_gb}")
+        if self.deadline is not None and not self.deadline > 0:
+            raise ValueError(f"deadline must be a Unix time (> 0), got {self.deadline}")
 
     @property
     def dry_run(self) -> bool:
@@ -49,7 +60,8 @@ class Runtime:
 
     def env(self) -> dict[str, str]:
         """The environment variables that give a child process (a notebook's kernel) this runtime."""
-        values = dict(zip(ENV, (self.device, self.max_steps, self.precision, self.gpu_memory_gb)))
+        values = dict(zip(ENV, (self.device, self.max_steps, self.precision, self.gpu_memory_gb,
+                                self.deadline and f"{self.deadline:.3f}", self.stop_file)))
         return {k: str(v) for k, v in values.items() if v is not None}
 
 
@@ -76,6 +88,52 @@ def current() -> Runtime:
 
 def dry_run() -> bool:
     return current().dry_run
+
+
+# ----------------------------------------------------------------------------- asking trainings to stop cleanly
+
+_STOP: list[str] = []  # why this process's trainings were asked to stop (newest last): `request_stop`
+STOP_SIGNALS = ("SIGTERM", "SIGUSR1")  # what a cluster sends before a job's limit (SLURM's --signal, a pre-emption)
+
+
+def request_stop(why: str) -> None:
+    """Ask every training of this process to stop at its next step boundary, its checkpoint written (`fit` returns
+    it `paused`). Safe in a signal handler."""
+    _STOP.append(str(why))
+
+
+def clear_stop() -> None:
+    """Forget the requests: a later `fit` in this process trains again."""
+    _STOP.clear()
+
+
+def stop_requested() -> str | None:
+    """Why this process's trainings were asked to stop (`request_stop`), or None."""
+    return _STOP[-1] if _STOP else None
+
+
+@contextlib.contextmanager
+def stopping_on_signals():
+    """While the block runs, SIGTERM and SIGUSR1 ask its trainings to stop cleanly (`request_stop`) instead of
+    killing the process; the handlers before are put back after. Only in the main thread (Python's signals), and
+    only over a default handler (a handler someone else installed, e.g. the runner's, is left alone)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    saved = {}
+    for name in STOP_SIGNALS:
+        sig = getattr(signal, name, None)
+        if sig is not None and signal.getsignal(sig) in (signal.SIG_DFL, _on_signal):
+            saved[sig] = signal.signal(sig, _on_signal)
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+
+
+def _on_signal(signum, frame) -> None:
+    request_stop(signal.Signals(signum).name)
 
 
 def accelerator_name() -> str | None:

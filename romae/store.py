@@ -209,7 +209,7 @@ class TokenStore:
         `romae.feeding.data_fingerprint` keys a store by."""
         import hashlib
 
-        from .files import describe_callable, sha256, tensor_digest
+        from .storage import describe_callable, sha256, tensor_digest
 
         h = hashlib.sha256()
         for shard in self.shards:

@@ -28,6 +28,7 @@ import dataclasses
 import json
 import math
 import random
+import time
 import warnings
 from dataclasses import dataclass
 from functools import partial
@@ -60,6 +61,12 @@ class FitResult:
     history: list[dict]  # in the order written to history.jsonl
     steps: int  # optimiser steps done in total (across resumes)
     out_dir: Path | None
+    paused: str | None = None  # why it stopped cleanly before its end ("time budget", "SIGTERM"), else None
+
+    @property
+    def complete(self) -> bool:
+        """Whether it trained to its end (or to max_steps): not paused."""
+        return self.paused is None
 
     def frame(self):
         """The history as a pandas DataFrame (validation rows have NaN training columns and vice versa)."""
@@ -183,7 +190,8 @@ def predict(model: torch.nn.Module, data, batch_size: int = 256, device: str | t
 def fit(model: torch.nn.Module, train_data, cfg: TrainConfig, *, val_data=None,
         out_dir: str | Path | None = None, resume: bool = True, config: dict | None = None,
         callback=None, device: str | None = None, max_steps: int | None = None,
-        metrics=(), allow_config_change: bool = False, transform=None, on_progress=None) -> FitResult:
+        metrics=(), allow_config_change: bool = False, transform=None, on_progress=None,
+        time_budget: float | None = None) -> FitResult:
     """Train `model` on `train_data` as `cfg` says; checkpoints, history.jsonl go to `out_dir`.
 
     `model(**batch)` -> (output, loss: scalar). Steps per epoch = ceil(len / (batch_size * processes));
@@ -199,10 +207,16 @@ def fit(model: torch.nn.Module, train_data, cfg: TrainConfig, *, val_data=None,
     `romae.masking.trim_padding`, a masking protocol, augmentation); its random draws come from torch's
     global generator, whose state checkpoints save, so a resumed run draws what an uninterrupted one would.
     `on_progress(event, step, stop)`: called on the main process with "start" (the first step to run; > 0 when
-    resumed), "step" after each optimiser step and "end" when training stops, `stop` being the last step this call
-    runs (e.g. the terminal lines of `make reproduce`, `romae.compendium.terminal.Training`). fit itself prints
+    resumed), "step" after each optimiser step and "end" when training stops ("paused" when it stopped cleanly
+    before `stop`, see below), `stop` being the last step this call would run (e.g. the terminal lines of `make reproduce`, `romae.compendium.terminal.Progress`). fit itself prints
     nothing but its tqdm bar (cfg.progress) and reads no environment variable: the device, precision and dry run
     come from `romae.runtime.current()`, the process's settings (defaults unless a caller set them).
+
+    Stopping cleanly (a run with an out_dir): after `time_budget` seconds at the latest, or by the process's deadline
+    (`romae.runtime.current().deadline`, a `make reproduce TIME_BUDGET=`), or when asked (SIGTERM or SIGUSR1 while it
+    trains, `romae.runtime.request_stop`, the runtime's stop file), fit ends at the step boundary that leaves time to
+    write its checkpoint, and returns a result with `paused` saying why (`complete` False). The same call continues it;
+    pieces give what one uninterrupted run gives, as with max_steps.
 
     One fit at a time may use an out_dir (another raises RuntimeError). Resuming refuses (ValueError) a
     `cfg` or `config` other than the checkpoint's, cfg.progress and cfg.log_every aside, unless
@@ -218,11 +232,19 @@ def fit(model: torch.nn.Module, train_data, cfg: TrainConfig, *, val_data=None,
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"fit: model must be a torch.nn.Module, got {type(model).__name__}")
     max_steps = check_whole("fit", "max_steps", max_steps, 0, none=True)
+    if time_budget is not None:
+        if isinstance(time_budget, bool) or not isinstance(time_budget, (int, float)) or not time_budget > 0:
+            raise ValueError(f"fit: time_budget must be a number of seconds > 0, got {time_budget!r}")
+        if out_dir is None:
+            raise ValueError(f"fit: time_budget={time_budget} needs an out_dir: a training stopped by its budget is "
+                             "continued from the checkpoint it leaves there")
+    deadline = None if time_budget is None else time.time() + time_budget  # counted from here, setup included
     before = _snapshot(model)
     try:
         return _fit(model, train_data, cfg, val_data=val_data, out_dir=out_dir, resume=resume, config=config,
                     callback=callback, device=device, max_steps=max_steps, metrics=metrics,
-                    allow_config_change=allow_config_change, transform=transform, on_progress=on_progress)
+                    allow_config_change=allow_config_change, transform=transform, on_progress=on_progress,
+                    deadline=deadline)
     except BaseException:
         _restore(model, before)
         raise
@@ -244,13 +266,17 @@ def _restore(model: torch.nn.Module, before: dict) -> None:
 
 
 def _fit(model, train_data, cfg: TrainConfig, *, val_data, out_dir, resume, config, callback, device, max_steps,
-         metrics, allow_config_change, transform, on_progress) -> FitResult:
+         metrics, allow_config_change, transform, on_progress, deadline=None) -> FitResult:
     """fit's phases: set up (`_setup`), lock the out_dir, resume (`_resume`), the epochs (`engine.train_one_epoch`),
     the end (`engine.finish`)."""
     run = _setup(model, train_data, cfg, val_data=val_data, out_dir=out_dir, config=config, callback=callback,
                  device=device, max_steps=max_steps, metrics=metrics, transform=transform)
+    if deadline is not None:  # fit's own budget, or the process's deadline, whichever comes first
+        run.deadline = min(run.deadline or math.inf, deadline)
     with contextlib.ExitStack() as held:  # out_dir's lock, released when fit ends, however it ends
         held.enter_context(_matmul_precision(run.precision))
+        if run.out is not None:  # a signal stops it cleanly: its checkpoint continues it
+            held.enter_context(runtime.stopping_on_signals())
         if run.out is not None:
             _on_main(run.accelerator, lambda: held.enter_context(checkpoint.lock(run.out)))
             _on_main(run.accelerator, lambda: checkpoint.repair_swap(run.ckpt))
@@ -260,6 +286,9 @@ def _fit(model, train_data, cfg: TrainConfig, *, val_data, out_dir, resume, conf
             run.hist_path.write_text("".join(json.dumps(r) + "\n" for r in run.history))
         if run.step >= run.stop:
             return _result(run)
+        run.paused = engine.pause_due(run)  # the budget spent, or a stop asked, before a step: nothing to save
+        if run.paused is not None:
+            return _result(run)
         if rng is not None:
             checkpoint.set_rng_state(rng)  # last, so nothing between here and the first batch draws from the RNGs
         # The checkpoint a save replaces is kept as prev only if it is this run's own: not on a fresh start
@@ -267,7 +296,7 @@ def _fit(model, train_data, cfg: TrainConfig, *, val_data, out_dir, resume, conf
         run.keep_prev = resumed
         engine.start(run, held, on_progress, compile_model)
         epoch = run.step // run.steps_per_epoch
-        while run.step < run.stop:
+        while run.step < run.stop and run.paused is None:
             engine.train_one_epoch(run, epoch)
             epoch += 1
         engine.finish(run)
@@ -275,7 +304,8 @@ def _fit(model, train_data, cfg: TrainConfig, *, val_data, out_dir, resume, conf
 
 
 def _result(run) -> FitResult:
-    return FitResult(run.accelerator.unwrap_model(run.model, keep_fp32_wrapper=False), run.history, run.step, run.out)
+    return FitResult(run.accelerator.unwrap_model(run.model, keep_fp32_wrapper=False), run.history, run.step, run.out,
+                     run.paused)
 
 
 def _setup(model, train_data, cfg: TrainConfig, *, val_data, out_dir, config, callback, device, max_steps, metrics,
@@ -332,7 +362,7 @@ def _setup(model, train_data, cfg: TrainConfig, *, val_data, out_dir, config, ca
                       cfg=cfg, train_data=train_data, val_data=val_data, metric_fns=metric_fns, callback=callback,
                       transform=transform, precision=precision, steps_per_epoch=steps_per_epoch,
                       total_steps=total_steps, stop=stop, out=Path(out_dir) if out_dir is not None else None,
-                      saved_config=saved_config)
+                      saved_config=saved_config, deadline=rt.deadline, stop_file=rt.stop_file)
 
 
 def _resume(run: engine.Run, resume: bool, allow_config_change: bool):

@@ -75,4 +75,4 @@ def test_bench_plan_states_each_trainings_kernel():
     # head size 30, padded to 32 on a GPU: the memory-efficient kernel takes the padded FP32 batches
     assert {r["precision"]["fp32"]["kernel"] for r in p["rows"]} == {"efficient"}
     assert "attention (bf16)" in plan.table(p) and "efficient" in plan.table(p)
-    assert plan.training_kernel(plan.trainings("14")[0], "fp32", pad_heads=False) == "math"
+    assert plan.training_kernel(plan.paper_trainings("14")[0], "fp32", pad_heads=False) == "math"

@@ -1,10 +1,9 @@
-"""The results cache (romae.cache): integrity of entries, the code version in the key, concurrent writers.
+"""The results cache (romae.compendium.cache, stored by romae.storage): integrity of entries, the code version in the key, concurrent writers.
 No training: `compute` returns a small dict of tensors and counts its calls."""
 
 import hashlib
 import json
 import re
-import shutil
 import threading
 import warnings
 from pathlib import Path
@@ -12,11 +11,10 @@ from pathlib import Path
 import pytest
 import torch
 
-import romae.cache as C
-from romae.cache import cached
+import romae.compendium.cache as C
+from romae.compendium.cache import cached
 
 CONFIG = {"model": {"dim": 8, "depth": 2}, "lr": 1e-3, "seed": 0}
-PACKAGE = Path(C.__file__).resolve().parent
 
 
 class Compute:
@@ -120,60 +118,40 @@ def test_code_is_part_of_the_key(tmp_path):
     assert len(list(tmp_path.glob("*.pt"))) == 2
 
 
-def test_default_code_is_the_bytes_of_the_producing_modules(tmp_path, monkeypatch):
+def test_default_code_is_what_the_result_runs(tmp_path, monkeypatch):
+    """Without `code=`, the key is the staleness rule's code id of `compute` and the package functions that asked
+    for it; the twin lists them (code_of). An edit that changes that id computes anew."""
+    from romae.compendium import staleness
+    from romae.experiments import compute as experiment
+
     compute = Compute()
-    cached("t", CONFIG, compute, cache_dir=tmp_path)
+    ns = {"__name__": experiment.__name__, "cached": cached, "compute": compute, "folder": tmp_path,
+          "CONFIG": CONFIG}
+    exec("def table9():\n    return cached('t', CONFIG, compute, cache_dir=folder)\n", ns)  # a frame of compute.py
+    ns["table9"]()
     meta = json.loads(entry(tmp_path)[1].read_text())
-    # called from this test (not a package module): the producers are the module of compute and their imports
-    assert meta["code"] == C.code_for(C.producers(compute, depth=1))[0] and "code_of" in meta
-    cached("t", CONFIG, compute, cache_dir=tmp_path)
+    assert staleness.is_record(meta["code_of"]) and meta["code"] == staleness.code_id(meta["code_of"])
+    ns["table9"]()
     assert compute.calls == 1
-    monkeypatch.setattr(C, "code_for", lambda modules: ("edited", {}))  # as if a producing module had changed
-    cached("t", CONFIG, compute, cache_dir=tmp_path)
+    monkeypatch.setattr(C, "code_of", lambda *a, **k: ("edited", {}))  # as if what it runs had changed
+    ns["table9"]()
     assert compute.calls == 2
 
 
-def _copy(tmp_path, name, edit=None, text="\n# edited\n"):
-    root = tmp_path / name / "romae"
-    shutil.copytree(PACKAGE, root, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    if edit:
-        with open(root / edit, "a") as f:
-            f.write(text)
-    return root
+def test_a_data_loaders_memo_follows_its_own_source(tmp_path):
+    """`romae.storage.memo` (what the data loaders keep their parsed or generated data in) keys on the bytes of the
+    sources it is given: an edit of the loader computes anew; the same source and config find the entry."""
+    from romae.storage import memo
 
-
-def test_cache_key_follows_the_bytes_of_the_modules_that_produce_the_result(tmp_path):
-    """This local cache keys on the bytes of the producing modules' import closure: an edit of pendulum's data
-    changes pendulum's key, not ESC-50's (what a paper run keeps is keyed by romae.compendium.staleness instead)."""
-    base = _copy(tmp_path, "base")
-    edited = _copy(tmp_path, "edited", "data/pendulum.py", "\nEXTRA = 1\n")
-
-    def code(root, experiment):
-        return {m: hashlib.sha256((root / m).read_bytes()).hexdigest() for m in C.module_closure((experiment,), root)}
-
-    assert code(edited, "experiments/pendulum.py") != code(base, "experiments/pendulum.py")
-    assert code(edited, "experiments/esc50/__init__.py") == code(base, "experiments/esc50/__init__.py")
-    closure = C.module_closure(("experiments/pendulum.py",), base)
-    assert {"config.py", "model.py", "rope.py", "data/pendulum.py"} <= set(closure) and "audio.py" not in closure
-    # what records, tells or lays out results is never followed into a key
-    assert not [m for m in closure if m.startswith(("compendium/", "runner/"))]
-
-
-def test_producers_are_read_from_the_call_stack():
-    """An experiment's cached call keys on that experiment's closure (its frames are on the stack)."""
-    from romae.experiments import pendulum
-
-    seen = {}
-
-    def fake_cached(*args, **kwargs):
-        seen["modules"] = C.producers(depth=2)
-        return {}
-
-    ns = {"__name__": pendulum.__name__, "cached": fake_cached}
-    exec("def call():\n    return cached()\n", ns)  # a frame whose module is romae.experiments.pendulum
-    ns["call"]()
-    assert "experiments/pendulum.py" in seen["modules"] and "data/pendulum.py" in seen["modules"]
-    assert "audio.py" not in seen["modules"]
+    source, compute = tmp_path / "loader.py", Compute()
+    source.write_text("X = 1\n")
+    for _ in range(2):
+        check(silently(lambda: memo("d", CONFIG, compute, sources=(source,), folder=tmp_path / "c")))
+    assert compute.calls == 1
+    source.write_text("X = 2\n")
+    check(memo("d", CONFIG, compute, sources=(source,), folder=tmp_path / "c"))
+    check(memo("d", dict(CONFIG, lr=1.0), compute, sources=(source,), folder=tmp_path / "c"))
+    assert compute.calls == 3
 
 
 def test_concurrent_writers_of_one_key(tmp_path):

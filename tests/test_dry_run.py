@@ -156,7 +156,7 @@ def test_tiny_imagenet_paper_dry_run_generates_the_papers_images_without_data(dr
     assert d["images"].shape == (runtime.DRY_EVAL, 3, 64, 64) and d["images"].dtype.name == "uint8"
     assert len(d["classes"]) == 200 and d["labels"].max() < 200 and len(set(d["labels"])) == runtime.DRY_EVAL
     calls = []
-    monkeypatch.setattr(X, "pretrain_finetune", _fake_pretrain_finetune(calls))
+    monkeypatch.setattr(X, "pretrain_finetune_kept", _fake_pretrain_finetune(calls))
     res = X.run("paper", data_root=tmp_path / "empty", reports_dir=tmp_path, cache_dir=tmp_path / "cache")
     assert res["data"]["source"] == "generated"
     assert [c["model"].pos_encoding for c in calls] == ["rope", "rope", "absolute"]  # each variant, one seed
@@ -180,7 +180,7 @@ def test_esc50_paper_dry_run_generates_clips_and_pretraining_sets_without_data(d
     assert d["waves"].shape == (X.DRY_CLIPS, 5 * 16000) and len(d["classes"]) == 50
     assert set(d["folds"]) == {1, 2, 3, 4, 5} and {0, 10, 40} <= set(d["labels"])  # the notebook shows these
     calls = []
-    monkeypatch.setattr(X.experiment, "pretrain_finetune", _fake_pretrain_finetune(calls))
+    monkeypatch.setattr(X.experiment, "pretrain_finetune_kept", _fake_pretrain_finetune(calls))
     res = X.run("paper", data_root=tmp_path / "empty", reports_dir=tmp_path, cache_dir=tmp_path / "cache")
     assert [c["name"] for c in calls] == ["esc50_audioset", "esc50_librispeech"]  # each pre-training, once
     assert list(res["views"]) == ["fold 1"] and set(res["per_run"].split) == {"fold 1"}  # one of the five folds

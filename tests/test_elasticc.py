@@ -303,17 +303,17 @@ def _write_snana(folder: Path, n: int) -> Path:
 def test_paper_profile_on_one_class_fails_before_training(tmp_path, monkeypatch):
     """One model folder (as the 200-object SN Ia sample) passes the data check, reads fine, but cannot train
     a classifier: a DataMissing naming what was found and how to get the training sample, not sklearn's error."""
-    import romae.cache
+    import romae.storage
     from romae.data.files import DataMissing
 
     head = _write_snana(tmp_path / "data" / "elasticc" / "ELASTICC_TRAIN_SNIa-SALT2", 12)
     assert E.present(tmp_path / "data") and len(E.read_snana(head)[1]) == 12
-    monkeypatch.setattr(romae.cache, "CACHE", tmp_path / "cache")  # the converted store goes here
+    monkeypatch.setattr(romae.storage, "CACHE", tmp_path / "cache")  # the converted store goes here
 
     def trained(*a, **k):
         raise AssertionError("the run trained")
 
-    monkeypatch.setattr(X, "pretrain_finetune", trained)
+    monkeypatch.setattr(X, "pretrain_finetune_kept", trained)
     with pytest.raises(DataMissing, match=r"found 12 objects of 1 class \(\{'Ia': 12\}\) under .*ELASTICC_TRAIN_SNIa-SALT2"
                        r".*make data NAMES=elasticc") as e:
         X.run("paper", data_root=tmp_path / "data", reports_dir=tmp_path / "r", progress=False)

@@ -168,15 +168,36 @@ def test_a_dynamic_import_counts_as_an_import(tmp_path):
     assert "data/sines.py -> <dynamic import in data/sines.py>" in upward(root)
 
 
-def test_import_romae_loads_the_library_alone():
+def test_import_romae_loads_nothing_until_a_name_is_used():
+    """`import romae` loads no module of the package and none of torch, scikit-learn, pandas (issue 51); a name loads
+    its own module (and what it imports), never a floor above the library."""
     code = ("import sys, romae\n"
+            "before = sorted(m for m in sys.modules if m.startswith('romae.') or m.split('.')[0] in "
+            "('torch', 'sklearn', 'pandas', 'papermill', 'matplotlib'))\n"
+            "romae.fit, romae.RoMAEConfig, romae.from_sequences, romae.metrics.accuracy\n"
             "mods = sorted(m for m in sys.modules if m.startswith('romae.'))\n"
             "heavy = [m for m in ('papermill', 'nbformat', 'matplotlib', 'nbconvert') if m in sys.modules]\n"
-            "print(repr((mods, heavy)))\n")
+            "print(repr((before, mods, heavy)))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    mods, heavy = eval(out)
+    before, mods, heavy = eval(out)
+    assert before == [], before
     above = [m for m in mods if m.split(".")[1] in ("data", "compendium", "experiments", "runner")]
-    assert above == [] and heavy == [], (above, heavy)
+    assert "romae.train" in mods and above == [] and heavy == [], (above, heavy)
+
+
+def test_the_lazy_names_are_the_ones_readers_see():
+    """romae/__init__.py's TYPE_CHECKING imports (what editors and the staleness rule read) and its `_WHERE` table
+    (what runs) name the same objects; every name in __all__ resolves."""
+    import romae
+
+    tree = ast.parse((PACKAGE / "__init__.py").read_text())
+    block = next(n for n in tree.body if isinstance(n, ast.If) and "TYPE_CHECKING" in ast.unparse(n.test))
+    static = {a.asname or a.name: (n.module or a.name) for n in block.body for a in n.names}
+    assert {k: v for k, v in static.items() if k != "metrics"} == romae._WHERE
+    for name in romae.__all__:
+        assert getattr(romae, name) is not None
+    with pytest.raises(AttributeError, match="no attribute 'fitt'"):
+        romae.fitt
 
 
 @pytest.mark.parametrize("rel", sorted(p.relative_to(PACKAGE).as_posix() for p in PACKAGE.rglob("*.py")

@@ -83,16 +83,16 @@ def test_a_training_that_cannot_fit_is_reported():
 
 
 def test_steps_and_batches_follow_the_modules_configs():
-    one, eight = plan.trainings("10", 1), plan.trainings("10", 8)
+    one, eight = plan.paper_trainings("10", 1), plan.paper_trainings("10", 8)
     assert [t.name for t in one] == [t.name for t in eight]
     for a, b in zip(one, eight):  # the global batch is split over 8 processes: same steps, 1/8 of the batch each
         assert a.train.batch_size == 1024 and b.train.batch_size == 128 and a.steps == b.steps
     pre = one[0]
     assert pre.steps == 200 * math.ceil(100_000 / 1024) and pre.tokens == 196  # Table 10; (224 / 16)^2, no [CLS]
-    uea = {t.name: t for t in plan.trainings("12")}
+    uea = {t.name: t for t in plan.paper_trainings("12")}
     assert uea["uea:Epilepsy pre-training"].steps == 400 * math.ceil(137 / 64)  # Table 13: 400 epochs of batch 64
     assert uea["uea:Epilepsy fine-tuning"].runs == 6  # 3 seeds x (pre-trained, from scratch)
-    assert plan.trainings("00") == [] and plan.trainings("03") == []
+    assert plan.paper_trainings("00") == [] and plan.paper_trainings("03") == []
 
 
 def test_uea_sizes_match_the_data_where_present():
@@ -119,7 +119,7 @@ def test_physionet_length_matches_the_data_where_present():
 
 
 def test_time_model():
-    t = plan.trainings("15")[0]  # the Spiral: 14 blocks of narrow matrices, launch-bound on a GPU
+    t = plan.paper_trainings("15")[0]  # the Spiral: 14 blocks of narrow matrices, launch-bound on a GPU
     fp32, bf16 = (plan.step_seconds(t, "h100", p, 1, graphed=False) for p in ("fp32", "bf16"))
     assert plan.blocks(t) == t.model.encoder.depth + t.model.decoder.depth == 14
     assert 0.02 < fp32 < bf16 < 0.05  # as measured on the H200 (31 and 44 ms): autocast's casts cost more than BF16 saves
@@ -130,7 +130,7 @@ def test_time_model():
     assert plan.graphable(t, 1) == "" and plan.graphable(t, 4) == "micro-batches"
     graphed = plan.step_seconds(t, "h100", "fp32", 1)
     assert graphed == plan.step_seconds(t, "h100", "fp32", 1, graphed=True) and fp32 / 10 < graphed < fp32 / 4
-    big = next(x for x in plan.trainings("10") if x.stage == "pretrain")  # 1.5e13 FLOP a step: BF16 pays
+    big = next(x for x in plan.paper_trainings("10") if x.stage == "pretrain")  # 1.5e13 FLOP a step: BF16 pays
     assert plan.step_seconds(big, "h100", "bf16", 1) < plan.step_seconds(big, "h100", "fp32", 1) / 3
     assert plan.step_seconds(big, "h100", "fp32", 1) > 0.9 * plan.step_seconds(big, "h100", "fp32", 1, graphed=False)
     assert plan.step_seconds(t, "cpu", "bf16", 1) is None  # the reference CPU model is FP32 only
@@ -146,7 +146,7 @@ def test_cpu_time_model_against_the_readme_measurement():
     rows = re.findall(r"^\| (\d\d) \| (.+?) \| fp32 \| cpu \| [\d,]+ x 1(?: \(ran \d+\))? \| [^|]* \| "
                       r"[\d.e+]+ / ([\d.e+]+) \|", block, flags=re.M)
     assert len(rows) >= 30, "the promise table lost its rows"
-    by_name = {(nb, t.name): t for nb in sorted({r[0] for r in rows}) for t in plan.trainings(nb)}
+    by_name = {(nb, t.name): t for nb in sorted({r[0] for r in rows}) for t in plan.paper_trainings(nb)}
     ratios = []
     for nb, name, measured in rows:
         t = by_name[(nb, name)]
@@ -160,7 +160,7 @@ def test_cpu_time_model_against_the_readme_measurement():
 
 
 def test_fit_memory(monkeypatch):
-    t = next(x for x in plan.trainings("10") if x.stage == "finetune")
+    t = next(x for x in plan.paper_trainings("10") if x.stage == "finetune")
     monkeypatch.setenv("ROMAE_GPU_MEMORY", "8")
     small = plan.fit_memory(t.train, t.model, t.n_tokens, "finetune", "paper")
     assert small.micro_batch is not None and 1024 % small.micro_batch == 0 and small.micro_batch < 1024
@@ -178,7 +178,7 @@ def test_fit_memory(monkeypatch):
 def test_every_paper_training_fits_80_gb(paper_plan):
     rows = paper_plan["rows"]
     assert {r["notebook"] for r in rows} == set(experiments.EXPERIMENTS)
-    assert len(rows) == sum(len(plan.trainings(nb)) for nb in experiments.EXPERIMENTS)
+    assert len(rows) == sum(len(plan.paper_trainings(nb)) for nb in experiments.EXPERIMENTS)
     for r in rows:
         for p, x in r["precision"].items():
             assert x["micro"] is not None and x["peak_gib"] <= 80, (r["name"], p)
@@ -222,7 +222,7 @@ def test_cli(tmp_path, capsys):
 
 
 def test_pretrain_finetune_takes_the_planned_micro_batch(monkeypatch):
-    from romae.compendium import kept, recipe
+    from romae.compendium import kept
     from romae.train import ArrayDataset
 
     class Stop(Exception):
@@ -242,7 +242,7 @@ def test_pretrain_finetune_takes_the_planned_micro_batch(monkeypatch):
     big = TrainConfig(batch_size=4096)  # as if the paper's: 4,096 samples of 100 tokens do not fit in 3 GiB
     for profile, planned in (("paper", True), ("quick", False)):
         with pytest.raises(Stop):
-            recipe.pretrain_finetune("t", data, data, SMALL, finetune=big, pretrain=big, n_outputs=2, seed=0, key={},
+            kept.pretrain_finetune_kept("t", data, data, SMALL, finetune=big, pretrain=big, n_outputs=2, seed=0, key={},
                                      profile=profile)
         for stage in ("pretrain", "finetune"):
             micro = seen[f"t_{stage}"].micro_batch
@@ -302,7 +302,7 @@ def test_feed_seconds_scale_with_the_batch_and_gpus_finish_images_themselves():
 def test_the_plan_adds_the_feed_on_the_cpu_and_overlaps_it_on_a_gpu(monkeypatch):
     """CPU: step + feed; GPU: the longer of the two (a thread builds the next batch while this one trains)."""
     t = _feed_training("store", 16384)
-    monkeypatch.setattr(plan, "trainings", lambda nb, gpus=1: [t])
+    monkeypatch.setattr(plan, "paper_trainings", lambda nb, gpus=1: [t])
     feed = plan.feed_seconds(t, "h100")
     for device in ("h100", "cpu"):
         p = plan.plan(device, 1, None, precisions=("fp32",), only=["13"], checked=False)

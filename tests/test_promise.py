@@ -14,7 +14,7 @@ from romae.runner import promise
 
 @pytest.fixture(scope="module")
 def pendulum():
-    return plan.trainings("14")[0]
+    return plan.paper_trainings("14")[0]
 
 
 def test_a_training_is_measured_beside_its_plan(pendulum):
@@ -49,7 +49,7 @@ def test_the_table_says_what_was_sampled_and_goes_into_the_readme(pendulum, tmp_
 def test_the_round_robin_samples_every_notebook_first():
     order = promise._order(["12", "14"])
     assert [nb for nb, _ in order[:2]] == ["12", "14"]
-    assert len(order) == len(plan.trainings("12")) + len(plan.trainings("14"))
+    assert len(order) == len(plan.paper_trainings("12")) + len(plan.paper_trainings("14"))
 
 
 def test_a_run_stopped_from_outside_keeps_every_row_it_measured(tmp_path, monkeypatch):

@@ -18,7 +18,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from romae import cache
+from romae.compendium import cache
 from romae.compendium import kept as K
 from romae.compendium import staleness, terminal, trainings
 
@@ -160,7 +160,7 @@ def test_a_stale_entry_is_retrained_under_a_new_key_and_never_asked_for(record, 
 
 def test_an_entry_of_the_previous_rule_is_retrained_unless_proven():
     """A twin whose code_of is the rule before issue 51's (numerics and definitions) is not used: nothing proves the
-    code it ran is the code now (`romae.runner.rekey` carries what it can prove)."""
+    code it ran is the code now (issue 51's re-key carried what it could prove)."""
     key = _real_keys(1)[0]
     meta = _twin(REAL, key)
     if staleness.is_record(meta.get("code_of")):

@@ -46,7 +46,7 @@ t = torch.arange(6.0).expand(8, 1, 6)
 with terminal.named("tiny_pretrain"):
     fit(RoMAEForPreTraining(RoMAEConfig(token_dim=1, n_axes=1, encoder=size("tiny-shallow")), seed=0),
         ArrayDataset(values=x, positions=t), TrainConfig(epochs=1, batch_size=4, progress=False),
-        on_progress=terminal.Training())"""
+        on_progress=terminal.Progress())"""
 
 
 def write_notebooks(folder: Path) -> dict:

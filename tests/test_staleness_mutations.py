@@ -5,8 +5,8 @@ notebook's run, and a kept training through `fit_cached`) whose code record chan
 `romae.compendium.staleness`. This module proves the rule both ways on that copy:
 
 * `PLANTS`: small numeric changes (a factor 0.999 / 1.001, a seed + 1, a constant moved, an array rolled by one,
-  an argument dropped), at least one in every library module that computes, in the compendium's `kept.py` and
-  `recipe.py`, in a data loader and in an experiment's constant. Each must stale at least the consumers named in
+  an argument dropped), at least one in every library module that computes, in the compendium's `kept.py` (its
+  trainings, evaluations and recipe), in a data loader and in an experiment's constant. Each must stale at least the consumers named in
   its `feeds` (those sure to run that code; the rule may stale more, as its closure over-approximates what runs).
   Changes that a numerics workload (`romae.compendium.workloads`) executes are seen through that workload's numbers,
   the others through the hash of their unit: both ways are covered. A plant with a `gap` (why the rule misses it
@@ -180,9 +180,9 @@ PLANTS = [
 
     # --- the compendium, the data loaders, the experiments
     # the training time a kept training reports x1.001 (`kept` itself computes no number: it keeps compute()'s)
-    # the compendium's recipe trains and evaluates with seed + 1
+    # the compendium's recipe (kept.pretrain_finetune_kept) trains and evaluates with seed + 1
     dict(name="compendium_recipe_seed_plus_1",
-         edits=[("compendium/recipe.py", "n_outputs=n_outputs, seed=seed, key=key, trainer=trainer",
+         edits=[("compendium/kept.py", "n_outputs=n_outputs, seed=seed, key=key, trainer=trainer",
                  "n_outputs=n_outputs, seed=seed + 1, key=key, trainer=trainer")],
          feeds={nb("12"), nb("13")}),
     # the spiral generator's clockwise radius constant 50 -> 50.05
@@ -320,7 +320,7 @@ def test_neutral_edits_stale_nothing(edit, staled):
 
 def test_every_computing_library_module_has_a_plant():
     planted = {rel for p in PLANTS for rel, _, _ in p["edits"]}
-    needed = ["compendium/kept.py", "compendium/recipe.py"]
+    needed = ["compendium/kept.py"]
     for path in sorted(staleness.PACKAGE.glob("*.py")):
         rel = path.name
         if rel == "__init__.py" or not staleness.computes(rel):

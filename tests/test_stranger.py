@@ -15,7 +15,7 @@ import torch
 
 from romae import RoMAEConfig, RoMAEForPrediction, RoMAEForPreTraining, TrainConfig, from_long, from_sequences, size
 from romae import metrics
-from romae.cache import cached, config_hash
+from romae.compendium.cache import cached, config_hash
 from romae.data import uea
 from romae.train import ArrayDataset, fit, lr_at, predict, read_config
 

@@ -316,11 +316,11 @@ def test_fit_cached_run_folder_names_the_code_and_reports_real_training_time(tmp
     returned as it was), and the reported training time comes from the history, not the wall time of a
     resume that found the run finished."""
     from romae.compendium import staleness as S
-    from romae.compendium.kept import fit_cached, training_seconds
+    from romae.compendium.kept import fit_cached, seconds_of
 
-    assert training_seconds([{"step": 5, "seconds": 1.5}, {"step": 10, "val_loss": 1.0}, {"step": 10, "seconds": 3.0}],
+    assert seconds_of([{"step": 5, "seconds": 1.5}, {"step": 10, "val_loss": 1.0}, {"step": 10, "seconds": 3.0}],
                             99.0) == 3.0
-    assert training_seconds([], 7.0) == 7.0
+    assert seconds_of([], 7.0) == 7.0
     ids = set()
     for code in ("a", "b"):
         monkeypatch.setattr(S, "code_id", lambda rec, code=code: code)  # as if the code had changed

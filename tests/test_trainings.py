@@ -13,10 +13,10 @@ import torch
 from romae import RoMAEConfig, TrainConfig, size
 from romae.compendium import trainings
 from romae import train as T
-from romae.cache import cached
+from romae.compendium.cache import cached
 from romae.compendium import kept as K
 from romae.compendium.kept import kept
-from romae.compendium.recipe import pretrain_finetune
+from romae.compendium.kept import pretrain_finetune_kept as pretrain_finetune
 from romae.train import ArrayDataset
 
 TOKEN_DIM = 3
@@ -282,7 +282,7 @@ def test_rows_name_the_device_their_kept_trainings_ran_on(tmp_path, monkeypatch)
     monkeypatch.setattr(trainings, "_DEVICES", {})
     here = report.device_label("cpu")
     assert report._device_column().startswith(f"{here}; ")  # nothing kept read: this device only
-    from romae.cache import key_of
+    from romae.compendium.cache import key_of
 
     name = key_of("k", {}, "c")  # an entry's name is what its config and code hash to
     trainings.save(name, {"x": torch.ones(1)}, {"config": {}, "code": "c"}, folder=tmp_path)

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from romae import RoMAEConfig, TrainConfig, size
-from romae.compendium.recipe import pretrain_finetune
+from romae.compendium.kept import pretrain_finetune_kept as pretrain_finetune
 from romae.feeding import ArrayDataset, data_fingerprint
 from romae.metrics import accuracy
 from romae.train import fit

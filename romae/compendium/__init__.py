@@ -11,3 +11,4 @@ from .. import runtime as _runtime
 from . import settings as _settings
 
 _runtime.use(_settings.from_env)  # a kernel of `make reproduce` trains as the environment asks (device, dry run...)
+_settings.catch_stop_signals()  # ... and stops its trainings cleanly on SIGTERM / SIGUSR1

@@ -13,7 +13,7 @@ kernels apply it inside), the math kernel through PyTorch's math kernel with its
 [B, H, N, N] probabilities and dropout mask); `bench plan` says which kernel each training gets. Padded data
 is counted at its longest sample, with a padding mask. Not counted, hence the planned peak = HEADROOM x
 (counted bytes) + CONTEXT_GIB: the CUDA context and library workspaces, allocator fragmentation, the backward's
-transient buffers, a dataset kept on the device. Counts are cached in-process and on disk (romae.cache, keyed by the model code).
+transient buffers, a dataset kept on the device. Counts are cached in-process and on disk (romae.compendium.cache, keyed by the model code).
 
 Time per optimiser step on a GPU = FLOPs (`romae.compendium.cost.step_flops`, the roofline's count) / (the data sheet's
 peak dense FLOP/s x EFFICIENCY) + OVERHEAD per transformer block and micro-batch (kernel launches: eager PyTorch
@@ -42,7 +42,7 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 from . import cost
-from ..cache import cached
+from .cache import cached
 from ..config import RoMAEConfig, TrainConfig, to_json
 
 GIB = 2 ** 30

@@ -2,8 +2,10 @@
 
     result = kept("spiral_eval", key, compute)             # cached, and kept in the record when one is open
     trained = fit_cached("pendulum_model", RoMAEForPrediction, cfg, data, train_cfg, key, seed=0)
+    res = pretrain_finetune_kept("uea_BasicMotions", train, test, model_cfg, pretrain=..., finetune=..., n_outputs=4,
+                                 seed=69, key={"data": "..."})
 
-`kept` is `romae.cache.cached` for a training (or an evaluation kept beside one): it looks in the local results
+`kept` is `romae.compendium.cache.cached` for a training (or an evaluation kept beside one): it looks in the local results
 cache, then in the committed record (`romae.compendium.trainings`), and only then computes, measuring the wall time
 and peak memory, and writes both. `fit_cached` trains a model with `romae.train.fit` that way; its key holds the
 model and training configs, what the caller says of the data, and a hash of the whole training data
@@ -19,36 +21,38 @@ from __future__ import annotations
 
 import json
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
 import torch
 
-from .. import cache, runtime
-from ..config import TrainConfig
+from .. import recipe, runtime, storage
+from ..config import RoMAEConfig, TrainConfig
 from ..feeding import ArrayDataset, data_fingerprint
 from ..train import fit
-from . import staleness, terminal, trainings
+from . import cache, staleness, terminal, trainings, travel
 
 RUNS = Path(__file__).resolve().parents[2] / "runs"  # checkpoints of trainings that resume (git-ignored)
 
 
 def kept(name: str, config: Any, compute: Callable[[], Any], cache_dir=None, refresh: bool = False, *,
-         require: tuple[str, ...] = (), planned: float | None = None, roots=None, depth: int = 2) -> Any:
+         require: tuple[str, ...] = (), planned: float | None = None, roots=None, depth: int = 2,
+         more: Callable[[], dict] | None = None) -> Any:
     """compute()'s result for `config` and the code that produces it: from the results cache, else from the committed
     record of trainings (an entry that verifies, `trainings.check`, with every member of `require`; one set aside is
     said in the terminal and trained again), else computed, measured and written to both (the
     record only while one is open, `trainings.open_folder`). The device it ran on is noted (`trainings.devices`).
     `roots`: what the result runs (places or package objects, `romae.compendium.staleness`); default: `compute` and
-    the package functions on the call stack from `depth` frames up."""
+    the package functions on the call stack from `depth` frames up. `more()`: what else the record's twin says of it
+    (a training's pieces)."""
     if runtime.dry_run():
         return compute()
-    folder = Path(cache_dir) if cache_dir else cache.CACHE
-    made_of = staleness.record(list(roots) if roots is not None else [compute, *staleness.stack_places(depth)])
-    code = staleness.code_id(made_of)
+    folder = Path(cache_dir) if cache_dir else storage.CACHE
+    code, made_of = cache.code_of(compute, roots, depth + 1)
     key = cache.key_of(name, config, code)
     if not refresh:
-        found, result = cache.lookup(folder, key)
+        found, result = storage.lookup(folder, key)
         if found:
             trainings.ran_on(_device_of(folder / f"{key}.json"))
             return result
@@ -57,22 +61,12 @@ def kept(name: str, config: Any, compute: Callable[[], Any], cache_dir=None, ref
             return result
     with trainings.measured() as facts:
         result = compute()
-    meta = {"config": json.loads(cache.key_json(config)), "code": code, "code_of": made_of,
+    meta = {"config": json.loads(storage.key_json(config)), "code": code, "code_of": made_of,
             "device": trainings.ran_on()}
-    cache.store(folder, key, result, meta)
+    storage.store(folder, key, result, meta)
     trainings.save(key, result, dict({k: v for k, v in meta.items() if k != "device"}, facts=facts,
-                                     planned_seconds=planned))
+                                     planned_seconds=planned, **(more() if more is not None else {})))
     return result
-
-
-def cached(name: str, config: Any, compute: Callable[[], Any], cache_dir=None, refresh: bool = False, *,
-           roots=None, depth: int = 2) -> Any:
-    """`romae.cache.cached` (the local results cache only) keyed by what `compute` runs, as `kept` keys it: a result
-    an experiment computes on the way to its artefacts (an evaluation, a measurement)."""
-    if runtime.dry_run():
-        return compute()
-    made_of = staleness.record(list(roots) if roots is not None else [compute, *staleness.stack_places(depth)])
-    return cache.cached(name, config, compute, cache_dir=cache_dir, refresh=refresh, code=staleness.code_id(made_of))
 
 
 def _device_of(twin: Path) -> str | None:
@@ -86,7 +80,7 @@ def _device_of(twin: Path) -> str | None:
 
 # ----------------------------------------------------------------------------- trainings with fit
 
-def training_seconds(history: list[dict], fallback: float) -> float:
+def seconds_of(history: list[dict], fallback: float) -> float:
     """Training time of a run from its history (the last row's `seconds` counts across resumes), so a run
     that was resumed, or found finished, reports the time it really took; `fallback` if it logged none."""
     times = [r["seconds"] for r in history if "seconds" in r]
@@ -141,24 +135,41 @@ def fit_cached(name: str, model_cls, model_cfg, data, cfg: TrainConfig, key: dic
         stage = "pretrain" if issubclass(model_cls, RoMAEForPreTraining) else "finetune"
         planned = plan.training_seconds(stage, model_cfg, cfg, data)
 
+    travelled: dict = {}
+
     def compute():
         computed.append(True)
         torch.manual_seed(seed)  # model initialisation
         model = model_cls(model_cfg)
         if pretrained is not None:
             model.load_encoder(pretrained() if callable(pretrained) else pretrained)
+        if out_dir is not None and not refresh:  # a piece before this one, on another machine: its checkpoint
+            travelled.update(travel.arrive(run_id, out_dir) or {})
+        started = max(travel.local_step(out_dir), 0) if out_dir is not None else 0
         t0 = time.perf_counter()
         with terminal.named(name, planned):
             res = fit(model, data_, cfg, out_dir=out_dir, config=model_cfg, resume=not refresh,
-                      on_progress=terminal.Training(), **fit_kwargs)
+                      on_progress=terminal.Progress(), **fit_kwargs)
+        if res.paused is not None:  # stopped cleanly: nothing is kept but its checkpoint, which travels
+            where = travel.leave(run_id, out_dir, name=name, code=code, started=started, why=res.paused,
+                                 wall_seconds=time.perf_counter() - t0, planned_seconds=planned, before=travelled)
+            raise travel.TrainingPaused(name, run_id, res.steps, travel.local_step(out_dir, "total_steps"),
+                                        res.paused, planned, where)
+        if travelled:  # its last piece, beside those before it
+            travelled["pieces"] = [*travelled.get("pieces", []),
+                                   travel.piece(started, res.steps, time.perf_counter() - t0, "finished")]
         return dict(state_dict={k: v.detach().cpu() for k, v in res.model.state_dict().items()},
-                    history=res.history, steps=res.steps, seconds=training_seconds(res.history, time.perf_counter() - t0))
+                    history=res.history, steps=res.steps, seconds=seconds_of(res.history, time.perf_counter() - t0))
 
     result = kept(name, key, compute, cache_dir=cache_dir, refresh=refresh, roots=made_of["roots"],
-                  require=("state_dict",) if need_weights else (), planned=planned)
+                  require=("state_dict",) if need_weights else (), planned=planned,
+                  more=lambda: {"pieces": travelled["pieces"]} if travelled.get("pieces") else {})
     if not computed:
         terminal.cached(name, planned)
+    elif travelled:
+        travel.done(run_id)  # finished and kept: its travelling checkpoint leaves the record
     return {**result, "run_id": run_id}
+
 
 
 def _objects(obj) -> list:
@@ -170,4 +181,38 @@ def _objects(obj) -> list:
     return [] if obj is None or isinstance(obj, (str, bytes, int, float, bool)) else [obj]
 
 
-__all__ = ["cached", "fit_cached", "kept", "training_seconds"]
+
+# ----------------------------------------------------------------------------- the recipe, kept
+
+def pretrain_finetune_kept(name: str, train, test, model: RoMAEConfig, *, finetune: TrainConfig,
+                      pretrain: TrainConfig | None, n_outputs: int, seed: int, key: dict,
+                      cache_dir=None, refresh: bool = False, checkpoints: bool = False,
+                      profile: str = "", **kw) -> dict:
+    """`romae.recipe.pretrain_finetune` (same arguments and result), its two trainings through `fit_cached` and
+    its evaluation through `kept.kept` (keyed by the fine-tuned model's run id and a hash of the whole test set), so
+    a re-run loads them instead of retraining, and a committed paper run reports without weights.
+    profile: "paper": both trainings take the micro-batch `romae.compendium.plan` picks for their data on this
+    device's memory (micro_batch is not in a key: it changes memory, not the result)."""
+    if profile == "paper":
+        from . import plan
+
+        ft_cfg = recipe.prediction_config(model, n_outputs=n_outputs, dropout=kw.get("dropout"),
+                                          drop_path=kw.get("drop_path"), dropout_at=kw.get("dropout_at"),
+                                          **(kw.get("head_overrides") or {}))
+        pre_data = train if kw.get("pretrain_data") is None else kw["pretrain_data"]
+        pretrain = pretrain and plan.fit_memory(pretrain, model, plan.tokens_of(pre_data), "pretrain", profile,
+                                                padded=plan.is_padded(pre_data))
+        finetune = plan.fit_memory(finetune, ft_cfg, plan.tokens_of(train), "finetune", profile,
+                                   padded=plan.is_padded(train))
+    trainer = partial(fit_cached, cache_dir=cache_dir, refresh=refresh, checkpoints=checkpoints)
+
+    def evaluator(name_: str, key_: dict, compute):
+        # its numbers: the fine-tuned model (its run id), the test data (its hash), the evaluation it computes
+        return kept(name_, key_, compute, cache_dir=cache_dir, refresh=refresh, roots=[compute, pretrain_finetune_kept])
+
+    return recipe.pretrain_finetune(name, train, test, model, finetune=finetune, pretrain=pretrain,
+                                    n_outputs=n_outputs, seed=seed, key=key, trainer=trainer, evaluator=evaluator,
+                                    test_key=dict(test=data_fingerprint(test)), **kw)
+
+
+__all__ = ["fit_cached", "kept", "pretrain_finetune_kept", "seconds_of"]

@@ -126,7 +126,7 @@ def measure(package: Path | None = None) -> dict:
         if ids[p] == "failed":  # never memoised: the next measure runs it again
             continue
         try:
-            from .files import write_atomic
+            from ..storage import write_atomic
 
             MEMO.mkdir(parents=True, exist_ok=True)
             ran = sorted(data["lines"][p])

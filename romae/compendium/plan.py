@@ -48,7 +48,7 @@ def notebooks() -> list[str]:
     return sorted(_REGISTERED)
 
 
-def trainings(notebook: str, gpus: int = 1) -> list[Training]:
+def paper_trainings(notebook: str, gpus: int = 1) -> list[Training]:
     """The paper profile's trainings of one notebook ([] for one that trains nothing, or whose experiment this process
     has not imported: `romae.runner.experiments.load()` imports them all)."""
     if notebook not in _REGISTERED:
@@ -79,7 +79,7 @@ def plan(device: str = "h100", gpus: int = 1, memory_gib: float | None = None, p
     notebooks_ = [n for n in known if n in wanted]
     rows = []
     for nb in notebooks_:
-        for t in trainings(nb, gpus):
+        for t in paper_trainings(nb, gpus):
             row = dict(notebook=nb, name=t.name, stage=t.stage, runs=t.runs, tokens=t.tokens, padded=t.padded,
                        samples=t.samples, batch=t.train.batch_size * t.processes, processes=t.processes,
                        steps=t.steps, flops=t.runs * t.steps * t.processes * cost.step_flops(

@@ -55,14 +55,14 @@ ROUNDS = 2  # how deep a reference counts by its target's content: a unit that c
 # package modules whose code never computes a number a result holds: not followed, not in any record
 NEVER_COMPUTES = {
     "compendium/terminal.py": "the lines make reproduce shows while a notebook runs",
-    "compendium/trainings.py": "the committed record's bookkeeping: it reads, verifies and writes entries",
+    "compendium/trainings.py": "the record's bookkeeping", "compendium/travel.py": "moves sha256-checked checkpoints",
     "compendium/plan.py": "estimates of time and memory; the micro-batch it picks is out of every key",
     "compendium/footprint.py": "the memory and time model behind the plan",
     "compendium/cost.py": "FLOPs and time estimates",
     "compendium/settings.py": "reads the runtime make reproduce asks for (its device and precision are in every key)",
     "compendium/staleness.py": "this rule",
     "compendium/numerics.py": "the ids of the workloads", "compendium/workloads.py": "the workloads themselves",
-    "cache.py": "where results are kept and how their keys are written", "files.py": "atomic writes and digests",
+    "compendium/cache.py": "where results are kept, how keys are written", "storage.py": "writes, digests, storage",
     "runner/": "what no notebook imports: it runs notebooks and lays out their reports",
     **{f: "an entry-point shim" for f in ("bench.py", "reproduce.py", "promise.py", "gpucheck.py", "trainings.py",
                                           "numerics.py")},

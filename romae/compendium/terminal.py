@@ -93,9 +93,9 @@ def named(name: str, planned: float | None = None):
         _state["label"], _state["planned"] = before
 
 
-class Training:
+class Progress:
     """The lines of one training: `start(steps)`, `step(k)` each optimiser step, `end()`; an instance is `fit`'s
-    progress callback (`fit(..., on_progress=Training())`, inside `named`)."""
+    progress callback (`fit(..., on_progress=Progress())`, inside `named`)."""
 
     def __init__(self):
         self.name = _state["label"] or "training"
@@ -104,13 +104,16 @@ class Training:
         self.first = self.stop = 0
 
     def __call__(self, event: str, step: int, stop: int) -> None:
-        """`romae.train.fit`'s on_progress: "start", "step" or "end"."""
+        """`romae.train.fit`'s on_progress: "start", "step", "end" or "paused"."""
         if event == "start":
             self.start(step, stop)
         elif event == "step":
             self.step(step)
         elif event == "end":
             self.end()
+        elif event == "paused":
+            say(f"  training {_count(ahead=1)} {self.name}: stopped cleanly at step {step:,} of {stop:,} after "
+                f"{duration(time.perf_counter() - self.t0)}; its checkpoint continues it")
 
     def start(self, first: int, stop: int) -> None:
         self.first, self.stop = first, stop

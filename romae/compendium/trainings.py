@@ -26,14 +26,11 @@ three things with it (`Verdict`):
   a run that asks for it warns, says so in the terminal of `make reproduce`, and trains again, writing the entry
   under its key (the loader leaves the files it sets aside as they are; a retraining written into the same record
   replaces them, and git keeps what it replaced).
-(A run looks in this machine's results cache first: what it finds there it uses without reading the record.)
-What a twin says of the training but no .pt can confirm (its device, stack, wall time, peak memory, the plan's
-estimate, when it finished) is sealed since entries carry a `seal` (a sha256 of the whole twin): an entry whose seal
-does not match is still used (its numbers are verified) but flagged, with a warning and a terminal line, as edited
-after it was written. Entries kept before seals (every entry committed before them: 121 + 22) are *unsealed*:
-their facts are descriptive, not verified.
-
-    python -m romae.compendium.trainings [--reports reports] [--each]   # what the next run does with each entry
+What a twin says but no .pt can confirm (device, stack, wall time, peak memory, the plan's estimate, when it finished)
+is sealed (`seal`: a sha256 of the whole twin): an entry whose seal does not match is used (its numbers verify) but
+flagged as edited after it was written; entries kept before seals (121 + 22) are *unsealed*: their facts describe.
+A training stopped before its end keeps its checkpoint in <record>/in_progress/ instead (`romae.compendium.travel`).
+    python -m romae.trainings [--reports reports] [--each]   # what the next run does with each entry; in progress
 """
 
 from __future__ import annotations
@@ -226,7 +223,7 @@ def save(key: str, result: Any, meta: dict, folder: Path | None = None) -> Path 
     open record. meta: config, code, code_of (as the results cache records them) and facts (`measured`,
     planned_seconds)."""
     from .. import runtime
-    from ..cache import _publish
+    from ..storage import _publish
 
     folder = folder or open_folder()
     if folder is None:
@@ -256,7 +253,7 @@ def seal_of(meta: dict) -> str:
 def _keyed_right(key: str, meta: dict) -> bool:
     """Whether twin `meta` describes the entry named `key`: its config and code hash to the key's two last parts (an
     entry copied under another training's key, or a twin edited by hand, does not)."""
-    from ..cache import key_of
+    from .cache import key_of
 
     try:
         return key_of(key.rsplit("-", 2)[0], meta["config"], meta["code"]) == key
@@ -347,7 +344,7 @@ def check(folder: Path, key: str, require: tuple[str, ...] = (), *, lock: bool =
     USE with the unpickled result; RETRAIN when it was kept without a required member; SET_ASIDE with why (a file
     missing or unreadable, `_twin_lies`, a .pt that fails its sha256 or does not unpickle, `_pt_disagrees`); ABSENT
     when neither file is there. Reads only (`lock`: under the folder's shared lock, as the loader reads)."""
-    from ..cache import _lock, verified
+    from ..storage import _lock, verified
 
     path, twin = folder / f"{key}.pt", folder / f"{key}.json"
     aside = lambda why: (Verdict(SET_ASIDE, why), None, meta)  # noqa: E731
@@ -415,7 +412,7 @@ def load(key: str, require: tuple[str, ...] = (), folders: list[Path] | None = N
 
 # ----------------------------------------------------------------------------- re-keying (issue 42)
 
-REKEY = "rekey.json"  # in a record folder: the re-key step's proof (romae.runner.rekey), not a training
+REKEY = "rekey.json"  # in a record folder: issue 51's re-key proof, not a training
 
 
 def entries(folder: Path | None = None) -> list[dict]:
@@ -553,9 +550,9 @@ def grouped(frame):
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Print, per record folder (the paper profile's, then the quick profile's), its trainings per name and device
-    and what the next run does with each entry; exit status 1 when an entry is set aside (damaged), else 0."""
-    parser = argparse.ArgumentParser(prog="python -m romae.compendium.trainings", description=__doc__.split("\n\n")[0])
+    """Print each record (paper, then quick): its trainings per name and device and what the next run does with
+    each entry; exit status 1 when an entry is set aside (damaged), else 0."""
+    parser = argparse.ArgumentParser(prog="python -m romae.trainings", description=__doc__.split("\n\n")[0])
     parser.add_argument("--reports", default=None, help="reports folder (default: <repo>/reports)")
     parser.add_argument("--each", action="store_true", help="one line per training, not per name")
     args = parser.parse_args(argv)

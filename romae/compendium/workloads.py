@@ -313,12 +313,12 @@ def work_transfer() -> list:
 
 
 def work_kept() -> list:
-    """The compendium's recipe as the experiments run it (`romae.compendium.recipe.pretrain_finetune`: its trainings
+    """The compendium's recipe as the experiments run it (`romae.compendium.kept.pretrain_finetune_kept`: its trainings
     through `fit_cached`, its evaluation through `kept`), into a results cache of its own, then read back from it."""
     import tempfile
 
     import torch
-    from romae.compendium.recipe import pretrain_finetune
+    from romae.compendium.kept import pretrain_finetune_kept as pretrain_finetune
     from romae.config import RoMAEConfig, TrainConfig
     from romae.train import ArrayDataset
 
@@ -335,6 +335,53 @@ def work_kept() -> list:
             out.append([got["metrics"], got["outputs"], list(got["model"].parameters()),
                         [[r.get("loss") for r in h if "loss" in r] for h in (got["pretrain_history"],
                                                                               got["finetune_history"])]])
+        out.append(_travelled(tmp, data, model_cfg))
+    return out
+
+
+def _travelled(tmp: str, data: dict, model_cfg) -> list:
+    """A kept training stopped cleanly after its third step (a stop asked, a deadline far ahead), its checkpoint left
+    in a record of trainings; then, on a "fresh clone" (no runs/, another cache), continued from that record to its
+    end (`romae.compendium.travel`)."""
+    import dataclasses
+    import os
+    import shutil
+    import time
+    from pathlib import Path
+
+    import romae.runtime as runtime
+    from romae.compendium import kept, travel
+    from romae.config import TrainConfig
+    from romae.model import RoMAEForPreTraining
+
+    calls: list[int] = []
+
+    def stop_at_third(batch):  # the same batches as without it: it only asks, once
+        calls.append(1)
+        if len(calls) == 3:
+            runtime.request_stop("asked by the workload")
+        return batch
+
+    runs, env, source = kept.RUNS, os.environ.get("ROMAE_TRAININGS"), runtime._SOURCE
+    kept.RUNS, os.environ["ROMAE_TRAININGS"] = Path(tmp) / "runs", str(Path(tmp) / "record")
+    runtime.use(dataclasses.replace(runtime.current(), deadline=time.time() + 3600))
+    cfg = TrainConfig(epochs=2, batch_size=4, lr=1e-3, seed=44, progress=False, log_every=1, checkpoint_every=2)
+    out = []
+    try:
+        for piece in range(2):
+            try:
+                got = kept.fit_cached("w_travel", RoMAEForPreTraining, model_cfg, data, cfg, {"data": "numerics"},
+                                      seed=45, cache_dir=Path(tmp) / f"cache-{piece}", transform=stop_at_third)
+                out.append([list(got["state_dict"].values()), [r["loss"] for r in got["history"] if "loss" in r]])
+            except travel.TrainingPaused as e:
+                out.append([e.steps, e.total])
+                runtime.clear_stop()
+                shutil.rmtree(kept.RUNS)  # a fresh clone: only the record travels
+        out.append(len(travel.listing(Path(tmp) / "record")))  # removed once finished
+    finally:
+        kept.RUNS, runtime._STOP[:] = runs, []
+        runtime.use(source)
+        os.environ.pop("ROMAE_TRAININGS") if env is None else os.environ.update(ROMAE_TRAININGS=env)
     return out
 
 

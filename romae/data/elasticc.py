@@ -226,7 +226,6 @@ def convert(root=None, out: str | Path | None = None, progress: bool = True, lim
     limit: at most this many file pairs (a quick look at a big sample).
     """
     from .. import store
-    from ..cache import CACHE, config_hash
 
     heads = find(root)[:limit]
     if not heads:
@@ -234,7 +233,7 @@ def convert(root=None, out: str | Path | None = None, progress: bool = True, lim
     base = files.data_root(root) / "elasticc"
     files.check_quarantined(base, "**/*.FITS*", "elasticc")  # a file moved aside: stop, not convert fewer
     rel = [h.relative_to(base).as_posix() for h in heads]
-    out = Path(out) if out is not None else CACHE / "stores" / f"elasticc-{config_hash(rel)}"
+    out = Path(out) if out is not None else files.CACHE / "stores" / f"elasticc-{files.config_hash(rel)}"
     metas = []
     for head, name in tqdm(list(zip(heads, rel)), desc="ELAsTiCC FITS -> store", disable=not progress):
         shard = re.sub(r"[^A-Za-z0-9_.+-]", "_", name.replace("_HEAD.FITS.gz", "").replace("_HEAD.FITS", ""))

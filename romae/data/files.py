@@ -41,7 +41,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from ..files import CHUNK, digest, sha256, write_atomic  # the library's own: re-exported for the loaders
+from ..storage import CACHE, CHUNK, config_hash, digest, memo, sha256, write_atomic  # the library's own: re-exported for the loaders
 
 try:
     import fcntl

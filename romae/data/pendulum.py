@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..cache import cached
+from ..storage import memo
 
 SPLITS = ("train", "valid", "test")
 
@@ -196,7 +196,7 @@ def generate(cfg: PendulumConfig = PendulumConfig(), cache_dir=None, refresh: bo
         test = _split(cfg.n_test, rng, cfg)  # continues the train generator
         valid = _split(cfg.n_valid, np.random.RandomState(cfg.valid_seed), cfg)
         return dict(train=train, valid=valid, test=test)
-    return cached("pendulum_data", cfg, compute, cache_dir=cache_dir, refresh=refresh)
+    return memo("pendulum_data", cfg, compute, sources=(__file__,), folder=cache_dir, refresh=refresh)
 
 
 def subsample(split_arrays: dict, split: str, cfg: PendulumConfig = PendulumConfig()) -> dict:

@@ -27,7 +27,7 @@ archives are packed differently from the shared copies (same records), so either
 downloaded file's SHA-256 is written to SHA256SUMS and every later load checks it. A file that matches
 neither is moved aside (`<file>.corrupt`) with an error naming it and `make data NAMES=physionet2012`, and
 `present` does not count it, so `make data` fetches it afresh. Parsing all 8,000 records takes ~10 s; the
-result is cached on disk (`romae.cache`) keyed by the files' checksums and the parameters.
+result is cached on disk (`romae.storage.memo`) keyed by the files' checksums and the parameters.
 """
 
 from __future__ import annotations
@@ -217,8 +217,6 @@ def records(root: str | Path | None = None, sets: tuple[str, ...] = SETS, quanti
     variable (index into `VARIABLES`), value (mean of the `n_obs` observations in that cell, raw units).
     Rows are sorted by (record_id, time, variable).
     """
-    from ..cache import cached
-
     if not quantization > 0:
         raise ValueError(f"quantization must be a positive number of hours, got {quantization}")
     paths = {s: archive(s, root, download) for s in sets}  # verified before anything is read or cached
@@ -231,8 +229,7 @@ def records(root: str | Path | None = None, sets: tuple[str, ...] = SETS, quanti
         return df.astype(dict(set=pd.CategoricalDtype(list(SETS))))
 
     # keyed on this module's source, not the whole package's: other code changes do not re-parse
-    return cached("physionet2012_records", key, parse, cache_dir=cache_dir, refresh=refresh,
-                  code=files.sha256(__file__))
+    return files.memo("physionet2012_records", key, parse, sources=(__file__,), folder=cache_dir, refresh=refresh)
 
 
 def split(record_ids, train_size: float = 0.8, seed: int = 42) -> tuple[np.ndarray, np.ndarray]:

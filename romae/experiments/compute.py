@@ -37,7 +37,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from ..compendium import report
 from .. import runtime
 from ..compendium.measure import TABLE9_VARIANTS, _sync, roofline, size_rows, table9, timed_steps
-from ..compendium.kept import cached
+from ..compendium.cache import cached
 from ..config import EncoderConfig, RoMAEConfig, check_profile, size
 from ..model import RoMAEForPrediction
 from ..compendium.reference import paper_value

@@ -41,11 +41,12 @@ import torch
 
 from ..compendium import report
 from .. import runtime, store
-from ..cache import CACHE
+from ..storage import CACHE
 from ..config import RoMAEConfig, TrainConfig, check_profile, size
 from ..data import elasticc, files, lightcurves
 from ..data.catalog import Need, require
-from ..compendium.recipe import DROP_PATH_RULE, plot_learning_curves as plot_histories, pretrain_finetune
+from ..compendium.kept import pretrain_finetune_kept
+from ..recipe import DROP_PATH_RULE, plot_learning_curves as plot_histories
 from ..model import prediction_config
 from ..compendium.plan import Training
 from ..compendium.reference import peer_values
@@ -304,7 +305,7 @@ def run(profile: str = "smoke", data_root=None, reports_dir=None, cache_dir=None
         head = dict(class_weights=_weights(train.labels, len(d["classes"]))) if cfg.class_weighted else {}
         for seed in cfg.seeds:
             for pretrained in (True, False) if cfg.from_scratch else (True,):
-                res = pretrain_finetune(
+                res = pretrain_finetune_kept(
                     f"elasticc_{'standin' if d['stand_in'] else 'real'}_{encoder}", train, test, model_cfg,
                     finetune=cfg.finetune_config(len(train)),
                     pretrain=cfg.pretrain_config(len(train)) if pretrained else None, n_outputs=len(d["classes"]),

@@ -14,7 +14,7 @@ points against the noisy values.
   `romae.masking.pad_observed`); test MSE on the unobserved points against the noisy values (mean over
   series of the per-series MSE, as the authors), for the 3-10 mixture and for exactly 3, 10 and 20.
 
-Trained models and evaluations are cached by config (`romae.cache`).
+Trained models and evaluations are cached by config (`romae.compendium.cache`).
 """
 
 from __future__ import annotations

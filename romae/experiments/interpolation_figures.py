@@ -5,9 +5,9 @@ these functions add the numbers each one compares with: the least-squares floor 
 own family (computed by `interpolation.spiral_diagnostics`, never typed), the paper's and HeTVAE's published stds
 (peer_values.csv), the noise variance of each generator (its config's noise_std), and how many seeds are shown.
 
-They live apart from `interpolation` on purpose: a kept evaluation's key names the code of the modules that
-produced it (`romae.cache.producers`), `interpolation` among them, so a figure edited there would change the keys
-of the committed Spiral and Synthetic evaluations and retrain them. Nothing in `interpolation` imports this module.
+They live apart from `interpolation` so that the figures read apart from the computation; a figure edited here is
+reached by no kept training's or evaluation's code (`romae.compendium.staleness`). Nothing in `interpolation`
+imports this module.
 """
 
 from __future__ import annotations

@@ -38,7 +38,8 @@ from ..data import tiny_imagenet
 from ..data.catalog import Need, require
 from ..images import GridDataset, from_images, mae_reconstruction, rand_augment
 from ..model import RoMAEForPreTraining, prediction_config
-from ..compendium.recipe import plot_learning_curves as plot_histories, pretrain_finetune
+from ..compendium.kept import pretrain_finetune_kept
+from ..recipe import plot_learning_curves as plot_histories
 from ..compendium.reference import paper_values, peer_values
 from ..compendium.report import difference, difference_text, loss_flags, record, save_table, scale
 
@@ -339,7 +340,7 @@ def run(profile: str = "smoke", data_root=None, reports_dir=None, cache_dir=None
         model_cfg = cfg.model_config(variant, train.token_dim)
         for seed in runtime.dry_seeds(cfg.seeds):
             for pretrained in (True, False) if cfg.from_scratch else (True,):
-                res = pretrain_finetune(
+                res = pretrain_finetune_kept(
                     f"tiny_imagenet_{VARIANTS[variant][0]}_{'cls' if VARIANTS[variant][1] else 'mean'}",
                     train.with_augment(augment), test, model_cfg, pretrain_data=train, finetune_key=ft_key,
                     finetune=cfg.finetune_config(len(train)),

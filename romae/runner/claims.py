@@ -436,9 +436,15 @@ def headline(view: pd.DataFrame, cov: dict) -> str:
             "redo it are under [Paper artefacts](#paper-artefacts)." if stale else
             f"- **Code.** Every run behind the {len(codes)} claims with results is current: today's code computes "
             "what they hold (`romae.compendium.staleness`).")
+    going = [r for r in cov.get("in_progress", []) if "problem" not in r]
+    progress = ["- **In progress.** " + "; ".join(
+        f"notebook {r['notebook'] or '?'}'s paper run: `{r['name']}` at step {r['steps']:,} of {r['total_steps']:,} "
+        f"({100 * r['done']:.0f} %) after {len(r['pieces'])} piece(s)" for r in going)
+        + " (`python -m romae.trainings`; the next `make reproduce` of it continues from the committed checkpoint)."
+        ] if going else []
     return "\n".join([
         f"- **Claims.** Of the paper's {len(view)} claims and stated limitations: {said}.",
-        code,
+        code, *progress,
         f"- **Coverage.** {cov['paper_scale']} of RoMAE's {cov['cells']} numeric cells in Tables 1-7 and 9 come from "
         f"runs at the paper's scale; {cov['judged']} cells were judged against the paper (the others: a gate failed, "
         f"a reduced run, or not run).",

@@ -161,8 +161,10 @@ def coverage(summary: pd.DataFrame, reports_dir=None) -> dict:
         seeds += any(paper_scale(r.scale, r.profile, allow_fewer_seeds=True) for r in mine.itertuples())
         best = claims.best_row(results, p["experiment"], p["setting"], p["metric"])
         judged += best is not None and claims.reading(judge.judge(p, best, folder / "tables")) in claims.JUDGED
+    from ..compendium import travel
+
     return dict(cells=len(cells), with_row=with_row, paper_scale=full, paper_scale_fewer_seeds=seeds,
-                peer_cells=len(peers), judged=judged)
+                peer_cells=len(peers), judged=judged, in_progress=travel.listing(folder / "trainings"))
 
 
 def coverage_text(cov: dict) -> str:

@@ -47,7 +47,7 @@ def workloads() -> dict[str, plan.Training]:
     t9 = plan.Training("Table 9 step (App. B.2)", "pretrain", measure.table9_config(),
                        TrainConfig(batch_size=64), n_tokens=196, samples=10_000)
     experiments.load()
-    return {"01 table1 tiny": plan.trainings("01")[0], "02 frequency": plan.trainings("02")[0], "table9": t9}
+    return {"01 table1 tiny": plan.paper_trainings("01")[0], "02 frequency": plan.paper_trainings("02")[0], "table9": t9}
 
 
 class _Accelerator:

@@ -42,7 +42,7 @@ README_BEGIN, README_END = "<!-- promise:begin -->", "<!-- promise:end -->"
 def _order(notebooks) -> list[tuple[str, plan.Training]]:
     """Every paper training, one per notebook in turn (so a short budget still samples every notebook)."""
     experiments.load()
-    lists = [[(nb, t) for t in plan.trainings(nb)] for nb in notebooks]
+    lists = [[(nb, t) for t in plan.paper_trainings(nb)] for nb in notebooks]
     out = []
     while any(lists):
         out += [lst.pop(0) for lst in lists if lst]

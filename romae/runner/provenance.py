@@ -8,7 +8,7 @@ format 3:
 - `notebook_code`: a hash of the notebook's code cells (their syntax trees, imports left out); its prose is not in it.
 
 `freshness` says 'current' while both hold now. A record of an older format (the rule before issue 51) is current
-only where the re-key proved it (`romae.runner.rekey`: rewritten in format 3); else it reads stale with the reason.
+only where issue 51's re-key proved it (rewritten in format 3); else it reads stale with the reason (its `unproven`).
 """
 
 from __future__ import annotations

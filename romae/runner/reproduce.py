@@ -26,9 +26,9 @@ Reports are precious, so a run never damages what is there:
   cwd = the repository root, parameters `profile` and `reports_dir` = the staging folder); only when it
   succeeds are its executed copy, tables and figures moved into place and its result rows merged into
   results.csv. A failing notebook leaves the last good artefacts untouched (its executed copy, with the
-  error, goes to <reports>/failed/<profile>/); an interrupted run (Ctrl-C, SIGTERM) is logged as
-  "interrupted" and the summary and index are rebuilt from what is on disk; a killed one leaves only
-  its staging folder, removed by the next run.
+  error, goes to <reports>/failed/<profile>/); an interrupted run (Ctrl-C) is logged "interrupted", one stopped
+  cleanly ("paused": a time budget, SIGTERM, SIGUSR1; `romae.runner.pausing`) likewise publishes nothing, and the
+  summary and index are rebuilt from what is on disk; a killed one leaves only its staging folder.
 * The terminal tells the story of each notebook: how long its last successful run of this profile took, the
   lines its kernel says (`romae.compendium.terminal`: its plan and estimates, each training's start, end and a line a
   minute, with trainings done / expected and the time left) and, at the end, its result rows.
@@ -39,7 +39,7 @@ Reports are precious, so a run never damages what is there:
   notebook still running at its limit has its kernel stopped; the terminal says "notebook NN_name: stopped
   after 1 h 00 min (the time limit; ...)" and it is a failing notebook like any other: logged "failed" with
   that error, its executed copy in <reports>/failed/<profile>/, its published artefacts untouched, the others
-  still run, exit code 1. (`--timeout` was a limit per cell before: a limit per notebook bounds every cell.)
+  still run, exit code 1.
 * A run never replaces an artefact of a better profile (paper > quick > smoke): a `quick` run of a
   notebook that has a successful `paper` run publishes to <reports>/quick/ instead.
 * Nothing published names this machine's paths (`redactor`): the data root is written `$ROMAE_DATA`, the
@@ -47,18 +47,16 @@ Reports are precious, so a run never damages what is there:
   as "[local path]/<name>"; progress bars and tqdm's widget warning are dropped from the executed copies.
 
 Each run appends a row to <reports>/runs.csv (notebook, profile, device, seconds, commit — with
-"+dirty" when romae/ or notebooks/ had uncommitted changes —, status ok | failed | interrupted | skipped,
-error, params, note: what data it lacked and how to fetch it). A failing notebook does not stop the
-others; the exit code is non-zero if any failed (a skipped one is not a failure, except in the paper
-profile: a paper run that skipped a notebook is incomplete, says so in its last lines and in SUMMARY.md, and
-exits 3 unless --allow-skips). Then:
+"+dirty" when romae/ or notebooks/ had uncommitted changes —, status ok | failed | interrupted | paused |
+skipped, error, params, note: what data it lacked and how to fetch it). A failing notebook does not stop the
+others; the exit code is non-zero if any failed (a skipped one is not a failure, except in the paper profile: a
+paper run that skipped a notebook is incomplete and exits 3 unless --allow-skips; a paused run exits 75). Then:
 
     <reports>/summary.csv, SUMMARY.md   romae.runner.summary.build_summary + a "Runs" section (latest per
                                         notebook and profile) + a "Variants" section
     <reports>/variants/<v>/summary.csv, SUMMARY.md   each variant's own, from its own results.csv
     <reports>/html/<name>.html          each executed notebook as HTML (figures embedded)
-    <reports>/html/mathjax/             a minimal MathJax 2.7 copied from the `jupyter-server-mathjax`
-                                        package, so equations render offline
+    <reports>/html/mathjax/             a minimal MathJax 2.7 (`jupyter-server-mathjax`): equations offline
     <reports>/index.html                the front page: summary table, runs, links to every notebook
 """
 
@@ -79,12 +77,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..compendium import report, terminal, trainings
+from ..compendium import report, terminal, trainings, travel
 from ..compendium.report import show_params, variant_slug
 from .. import runtime
 from ..config import PROFILES, check_profile
 from ..data import catalog, files
 # the run's other jobs, in their own modules (their names stay importable from here)
+from . import pausing
+from .pausing import _stop_new_processes, _time_limit  # noqa: F401 (the time limit: pausing)
 from .notebooks import (KERNEL_QUIET, SHOWN_RESULTS, _echoed, convert, data_check,  # noqa: F401
                         notebook_needs, notebook_parameters, parse_params, resolve_params, result_lines,
                         select_notebooks, variant_of, write_provenance)
@@ -149,8 +149,9 @@ def run_notebook(source: Path, profile: str, reports: Path, timeout: float | Non
     fd, echo = tempfile.mkstemp(prefix=f"romae-terminal-{source.stem}-", suffix=".log")  # never published
     os.close(fd)
     echo = Path(echo)
-    with _restored_env("TQDM_DISABLE", terminal.ECHO), _echoed(echo), _time_limit(timeout, source.stem) as hit:
-        os.environ.update({"TQDM_DISABLE": "1", terminal.ECHO: str(echo)})
+    with _restored_env("TQDM_DISABLE", terminal.ECHO, travel.NOTEBOOK_ENV), _echoed(echo), \
+            _time_limit(timeout, source.stem, stopped_text) as hit:
+        os.environ.update({"TQDM_DISABLE": "1", terminal.ECHO: str(echo), travel.NOTEBOOK_ENV: source.stem})
         try:
             # KERNEL_QUIET: ipykernel's warning that its local TCP transport is unencrypted, once per notebook;
             # no limit per cell (the notebook's own, _time_limit, bounds every cell)
@@ -161,17 +162,19 @@ def run_notebook(source: Path, profile: str, reports: Path, timeout: float | Non
             shutil.rmtree(stage, ignore_errors=True)
             raise
         except Exception as e:  # a failing notebook is logged; the others still run
-            if _INTERRUPTED:  # the interrupt stopped its kernel, and papermill reported that instead
+            if _INTERRUPTED or pausing.STOPPED:  # the interrupt stopped its kernel, and papermill reported that instead
                 shutil.rmtree(stage, ignore_errors=True)
-                raise KeyboardInterrupt(f"signal {_INTERRUPTED[-1]}") from None
+                raise KeyboardInterrupt(f"signal {(_INTERRUPTED or pausing.STOPPED)[-1]}") from None
             status, error = "failed", _first_line(e)
-            if hit:  # its time limit stopped the kernel: that, not the dead kernel, is what went wrong
+            if getattr(e, "ename", "") == "TrainingPaused":  # stopped cleanly (a time budget, SIGTERM): not a failure
+                status, error = "paused", str(getattr(e, "evalue", e))
+            elif hit:  # its time limit stopped the kernel: that, not the dead kernel, is what went wrong
                 error = stopped_text(hit[0])
             elif getattr(e, "ename", "") == "DataMissing" and not dry:  # data the needs check did not foresee: a skip
                 status, error, row["note"] = "skipped", "", str(getattr(e, "evalue", e))
-    if _INTERRUPTED:  # an interrupt whose exception was swallowed: not a finished run
+    if _INTERRUPTED or pausing.STOPPED:  # an interrupt whose exception was swallowed: not a finished run
         shutil.rmtree(stage, ignore_errors=True)
-        raise KeyboardInterrupt(f"signal {_INTERRUPTED[-1]}")
+        raise KeyboardInterrupt(f"signal {(_INTERRUPTED or pausing.STOPPED)[-1]}")
     seconds = time.perf_counter() - start
     if status == "ok":  # which code made these artefacts: the freshness check reads it (provenance.freshness)
         write_provenance(stage, source, profile, row["commit"])
@@ -313,68 +316,14 @@ def time_limit(notebook: Path, profile: str, reports: Path, params: dict, rt: ru
                    + (f"; at least {limit_text(MIN_LIMIT)}" if limit == MIN_LIMIT else "") + ")")
 
 
-def _stop_new_processes(me, before: set[int], grace: float = 5.0) -> None:
-    """Stop this process's descendants that are not in `before` (pids): SIGTERM, SIGKILL to those left after
-    `grace` seconds."""
-    import psutil
-
-    procs = [p for p in me.children(recursive=True) if p.pid not in before]
-    for p in procs:
-        try:
-            p.terminate()
-        except psutil.Error:
-            pass
-    _, alive = psutil.wait_procs(procs, timeout=grace)
-    for p in alive:
-        try:
-            p.kill()
-        except psutil.Error:
-            pass
-
-
-@contextmanager
-def _time_limit(seconds: float | None, notebook: str):
-    """Yield a list that gets the limit once it is hit. `seconds` after entering (None: never), unless the block has
-    ended, a thread prints "notebook <notebook>: stopped after ..." and stops every process started inside the block
-    (the notebook's kernel and its children), again each second until the block ends: papermill then fails with a
-    dead kernel, which run_notebook reports as the time limit."""
-    hit: list[float] = []
-    if seconds is None:
-        yield hit
-        return
-    import psutil  # a requirement of accelerate and IPython
-
-    me = psutil.Process()
-    before = {p.pid for p in me.children(recursive=True)}
-    done = threading.Event()
-
-    def watch():
-        if done.wait(seconds):
-            return
-        hit.append(seconds)
-        print(f"notebook {notebook}: {stopped_text(seconds)}", flush=True)
-        while not done.is_set():
-            _stop_new_processes(me, before)
-            done.wait(1.0)
-
-    thread = threading.Thread(target=watch, name=f"time limit of {notebook}", daemon=True)
-    thread.start()
-    try:
-        yield hit
-    finally:
-        done.set()
-        thread.join(timeout=15)
-
-
 # ---------------------------------------------------------------- command line
 
 _INTERRUPTED: list[int] = []  # signals received: a run is stopping
 
 
 def _interrupt(signum, frame):
-    """SIGINT / SIGTERM: stop the notebook's kernel, then raise KeyboardInterrupt. nbclient may swallow the
-    exception if it lands between its polls (a run then waited for its cell to finish); with the kernel gone
-    it stops within about a second anyway (it polls the kernel), and run_notebook reports the interrupt."""
+    """SIGINT: stop the notebook's kernel, then raise KeyboardInterrupt. nbclient may swallow the exception between
+    its polls; with the kernel gone it stops within about a second anyway, and run_notebook reports the interrupt."""
     _INTERRUPTED.append(signum)
     import psutil  # a requirement of accelerate and IPython
 
@@ -438,11 +387,17 @@ def _main(argv: list[str] | None) -> int:
                         help="tf32 | bf16: a named deviation from the profile's FP32, said in every row")
     parser.add_argument("--gpu-memory", type=float, default=None, metavar="GB",
                         help="memory per device the plan fits micro-batches into (default: the device's own)")
+    parser.add_argument("--time-budget", type=float, default=None, metavar="SECONDS", help="stop cleanly before "
+                        "this many seconds (romae.runner.pausing; SIGTERM and SIGUSR1 do the same): exit 75")
     parser.add_argument("--allow-skips", action="store_true",
                         help="the paper profile exits 0 even when a notebook was skipped for missing data (by "
                              "default such a run is incomplete and exits 3)")
     args = parser.parse_args(argv)
     _INTERRUPTED.clear()
+    pausing.PAUSING.clear()
+    pausing.STOPPED.clear()
+    if args.time_budget is not None and not args.time_budget > 0:
+        parser.error(f"--time-budget {args.time_budget:g}: give the seconds the run may take (> 0)")
     if args.timeout is not None and not args.timeout >= 0:
         parser.error(f"--timeout {args.timeout:g}: give the seconds a notebook may run (> 0), or 0 for no limit")
     try:
@@ -459,6 +414,12 @@ def _main(argv: list[str] | None) -> int:
         given = dict(device=args.device, max_steps=args.max_steps, precision=args.precision,
                      gpu_memory_gb=args.gpu_memory)  # over the ROMAE_* settings of the environment, if any
         rt = dataclasses.replace(runtime.current(), **{k: v for k, v in given.items() if v is not None})
+        began = time.time()
+        # the kernels' trainings stop by the deadline, leaving time to keep their checkpoints and end the run
+        stop_file = Path(tempfile.gettempdir()) / f"romae-stop-{os.getpid()}"
+        stop_file.unlink(missing_ok=True)
+        rt = dataclasses.replace(rt, stop_file=str(stop_file), deadline=None if args.time_budget is None else
+                                 began + args.time_budget - pausing.reserve(args.time_budget))
     except ValueError as e:
         parser.error(str(e))
     try:  # before anything runs: the paper profile on a machine without an accelerator is a mistake, unless asked
@@ -501,13 +462,24 @@ def _main(argv: list[str] | None) -> int:
     failed, skipped, interrupted = [], [], False
     # a run with other parameters than a notebook's own publishes, and logs, into its variant folder alone
     variants = {nb.name: variant_of(nb, profile, params) for nb in notebooks}
-    # Ctrl-C and SIGTERM (e.g. a CI time-out): stop the kernel, log, rebuild the pages, stop
-    previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, signal.SIGINT)}
+    # Ctrl-C: stop the kernel, log, rebuild the pages, stop; SIGTERM / SIGUSR1 (a cluster's warning before its
+    # limit, a CI time-out): stop cleanly, as a time budget does (`pausing`)
+    previous = {sig: signal.signal(sig, handler) for sig, handler in ((signal.SIGINT, _interrupt),
+                (signal.SIGTERM, pausing.on_signal), (signal.SIGUSR1, pausing.on_signal))}
+    paused: list[str] = []  # why the run stopped cleanly, what is in progress
     try:
         for i, nb in enumerate(notebooks, 1):
             home = reports / "variants" / variants[nb.name] if variants[nb.name] else reports
             overrides = resolve_params(nb, profile, params)[1]
+            if pausing.PAUSING or (rt.deadline is not None and time.time() >= rt.deadline):
+                why = pausing.PAUSING[-1] if pausing.PAUSING else "time budget"
+                paused.append(f"{nb.name} and those after it not started ({why})")
+                break
             limit, why = time_limit(nb, profile, home, overrides, rt, args.timeout)
+            if rt.deadline is not None:  # past the budget and its grace, whatever still runs is stopped
+                left = rt.deadline + pausing.reserve(args.time_budget) + pausing.GRACE - time.time()
+                limit, why = (left, f"the time budget stops it within {limit_text(left)}") \
+                    if limit is None or left < limit else (limit, why)
             took = last_took(home, nb.stem, profile, overrides)
             print(f"[{i}/{len(notebooks)}] {nb.name} ..." + (f"{took}; {why}" if took else f" {why}"), flush=True)
             start = time.perf_counter()
@@ -516,7 +488,7 @@ def _main(argv: list[str] | None) -> int:
             except KeyboardInterrupt:
                 row = dict(notebook=nb.stem, profile=profile, device=device, commit=git_commit(), **runtime.stack(),
                            seconds=round(time.perf_counter() - start, 1), status="interrupted",
-                           error="interrupted (SIGINT/SIGTERM); the previous artefacts are unchanged")
+                           error="interrupted (SIGINT); the previous artefacts are unchanged")
                 interrupted = True
             append_run(row, home)
             kept = row.get("where") and Path(row["where"]) != reports and row["status"] == "ok"
@@ -528,11 +500,14 @@ def _main(argv: list[str] | None) -> int:
                 failed.append(nb.name)
             elif row["status"] == "skipped":
                 skipped.append(nb.name)
-            if interrupted:
+            elif row["status"] == "paused":
+                paused.append(f"{nb.name}: {row['error']}")
+            if interrupted or row["status"] == "paused":
                 break
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        stop_file.unlink(missing_ok=True)
         only_variants = all(variants.values())
         index = build_reports(reports, list(variants.values()) if only_variants else None)
     if only_variants:
@@ -553,6 +528,14 @@ def _main(argv: list[str] | None) -> int:
     if interrupted:
         print("== INTERRUPTED: the reports show the last complete runs", flush=True)
         return 130
+    if paused:
+        record = trainings.open_folder()
+        kept = (f"the trainings in progress are kept in {record / travel.FOLDER} (`python -m romae.trainings` lists "
+                "them): commit that folder where the next piece runs on another clone" if record is not None else
+                f"a {profile} run keeps no record: the checkpoints stay in this machine's runs/")
+        print(f"== PAUSED: {'; '.join(paused)}. Nothing of it was published; {kept}; then continue with: "
+              f"{pausing.continue_command(args)}", flush=True)
+        return pausing.PAUSED
     if failed:
         print(f"== FAILED: {', '.join(failed)} (executed copies with the error are in {reports / 'failed' / profile};"
               " the last good artefacts are unchanged)", flush=True)

@@ -41,7 +41,7 @@ from ...data import audioset, esc50, librispeech
 from ...data.catalog import Need, require
 from ...model import RoMAEForPreTraining, prediction_config
 from ...compendium.plan import Training
-from ...compendium.recipe import pretrain_finetune
+from ...compendium.kept import pretrain_finetune_kept
 from ...compendium.reference import paper_values, peer_values
 from ...compendium.report import difference, difference_text, loss_flags, record, save_table, scale
 

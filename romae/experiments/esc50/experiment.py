@@ -11,7 +11,7 @@ from ... import runtime
 from ...audio import from_spectrograms
 from ...data import esc50
 from ...data.catalog import require
-from ...compendium.recipe import pretrain_finetune
+from ...compendium.kept import pretrain_finetune_kept
 from ...compendium.reference import peer_values
 from ...compendium.report import difference, difference_text, loss_flags, record, save_table, scale
 
@@ -49,7 +49,7 @@ def run(profile: str = "smoke", data_root=None, reports_dir=None, cache_dir=None
                 for pretrained in (True, False) if cfg.from_scratch else (True,):
                     if not pretrained and source != cfg.pretrain_sources[0]:
                         continue  # one from-scratch control per split and seed
-                    res = pretrain_finetune(
+                    res = pretrain_finetune_kept(
                         f"esc50_{source if pretrained else 'scratch'}", train, test, model_cfg,
                         finetune=cfg.finetune_config(len(train)),
                         pretrain=cfg.pretrain_config(len(train if pre_data is None else pre_data)) if pretrained else None,

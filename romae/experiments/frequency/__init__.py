@@ -26,7 +26,7 @@ model's time-domain MSE is at most half of it. Every row records its scale (`run
 model and positions beside the `paper` profile's), so rescaled positions show as such.
 
 Figure 5 is one 1 + 5 Hz realisation with its spectrum. Trained models and evaluations are cached
-(`romae.cache.cached`), keyed by the resolved config.
+(`romae.compendium.cache.cached`), keyed by the resolved config.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ import torch
 
 from ...compendium import plan, report
 from ... import runtime
-from ...compendium.kept import cached
+from ...compendium.cache import cached
 from ...config import RoMAEConfig, TrainConfig, check_profile, size
 from ...data.sines import SineConfig, one_mode_freqs, sine_series, snr, two_mode_freqs
 from ...model import RoMAEForPreTraining

@@ -10,7 +10,7 @@ import torch
 
 from ...compendium import report
 from ... import runtime
-from ...compendium.kept import cached
+from ...compendium.cache import cached
 from ...data.sines import one_mode_freqs, sine_series, snr, two_mode_freqs
 from ...model import RoMAEForPreTraining
 

@@ -67,7 +67,7 @@ import torch
 from ...compendium import plan, report
 from ... import runtime
 from ...builders import from_long
-from ...compendium.kept import cached
+from ...compendium.cache import cached
 from ...config import RoMAEConfig, TrainConfig, check_profile, size
 from ...data import physionet as P
 from ...data.catalog import Need, require

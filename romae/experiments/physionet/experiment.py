@@ -9,7 +9,7 @@ import pandas as pd
 
 from ...compendium import report
 from ... import runtime
-from ...compendium.kept import cached
+from ...compendium.cache import cached
 from ...data import physionet as P
 from ...data.catalog import require
 from ...compendium.reference import peer_values

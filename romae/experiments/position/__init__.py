@@ -24,7 +24,7 @@ claim (edge errors above the interior's) is tested only when the model's error i
 constant's: a constant output has larger edge errors too. With vs without [CLS] is compared per size as a
 paired difference over seeds (`difference_table`).
 
-Every trained run is cached (`romae.cache.cached`), keyed by its resolved model, training and data
+Every trained run is cached (`romae.compendium.cache.cached`), keyed by its resolved model, training and data
 config, so re-running the notebook to restyle a figure does not retrain.
 """
 
@@ -40,7 +40,7 @@ import torch
 
 from ...compendium import plan, report, terminal
 from ... import runtime
-from ...compendium.kept import cached
+from ...compendium.cache import cached
 from ...config import EncoderConfig, RoMAEConfig, TrainConfig, check_profile
 from ...data.position import position_grid, position_samples, uniform_variance
 from ...model import RoMAEForPrediction

@@ -40,7 +40,7 @@ def _train(model_cfg: RoMAEConfig, train_cfg: TrainConfig, train: dict, test: di
     train_cfg = plan.fit_memory(train_cfg, model_cfg, train["values"].shape[1], "finetune", profile)  # paper: micro-batch
     t0 = time.perf_counter()
     res = fit(model, ArrayDataset(**train), train_cfg, val_data=ArrayDataset(**test), config=model_cfg,
-              device=device, on_progress=terminal.Training())
+              device=device, on_progress=terminal.Progress())
     return res, time.perf_counter() - t0
 
 

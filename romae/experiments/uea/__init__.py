@@ -45,7 +45,8 @@ from ...data import files, uea
 from ...data.catalog import Need, require
 from ...compendium.plan import Training
 from ...model import RoMAEForPrediction, RoMAEForPreTraining, prediction_config
-from ...compendium.recipe import DROP_PATH_RULE, pretrain_finetune
+from ...compendium.kept import pretrain_finetune_kept
+from ...recipe import DROP_PATH_RULE
 from ...compendium.reference import peer_values
 from ...compendium.report import device_label, record, save_table
 

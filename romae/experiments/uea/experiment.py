@@ -12,7 +12,8 @@ from ...compendium import cost, report, terminal
 from ...config import as_list
 from ...data import uea
 from ...data.catalog import require
-from ...compendium.recipe import DROP_PATH_RULE, pretrain_finetune
+from ...compendium.kept import pretrain_finetune_kept
+from ...recipe import DROP_PATH_RULE
 from ...compendium.report import device_label, record, save_table
 
 from .profiles import (
@@ -68,7 +69,7 @@ def run_dataset(name: str, cfg: UEARun, profile: str, root=None, cache_dir=None,
         for k in (None, *cfg.label_budgets):  # None: every training series is labelled
             labelled = train if k is None else labelled_subset(train, k, seed)
             for variant, pretrain in variants:
-                res = pretrain_finetune(
+                res = pretrain_finetune_kept(
                     f"uea_{name}", labelled, test, model_cfg, finetune=cfg.finetune_config(name, len(labelled)),
                     pretrain=pretrain, n_outputs=len(data["classes"]), seed=seed, key=key, pretrain_data=train,
                     finetune_key=None if k is None else dict(labelled_ids=labelled.ids), **classifier_args(ft, cfg.dropout_at),

@@ -1,63 +1,97 @@
-"""Results cache: heavy work is keyed by its resolved config and by the numbers of the code that computes it, so
-re-running a notebook to restyle a figure does not retrain. Entries live under <repo>/.cache/romae/ (git-ignored).
+"""Files written whole or not at all, and their digests: what the library's caches, stores and checkpoints share
+with the data loaders (`romae.data.files` re-exports them beside its download and checksum machinery). Also the
+storage of keyed results under <repo>/.cache/romae/ (git-ignored): a .pt (torch.save) beside a .json twin that
+records its sha256, verified before unpickling, published under a lock so a reader never sees half an entry; and
+`memo`, which a data loader keys by its parameters and its own source (`romae.compendium.cache` keys the compendium's
+results by the code they run).
 
-    result = cached("table1", cfg_dict, lambda: train_and_evaluate(cfg))
-
-An entry is <name>-<config hash>-<code hash>.pt (torch.save of the result) + a .json twin
-{"config", "code", "code_of", "sha256"}.
-
-Code: the key's last part names the code that produced the result: by default the bytes of the package modules on
-the call stack of `cached` and of the module of `compute`, with every package module they import (`module_closure`,
-read from the source): any edit of them computes anew (this cache is local: a data loader's parsed files, a
-measurement). Results kept for a paper run are keyed by the numbers-or-hash rule instead
-(`romae.compendium.kept`, `romae.compendium.staleness`), so an edit that cannot change a number keeps them. Code
-outside the package (a notebook cell) is not covered: put what matters in the config, or pass `code=`.
-
-Integrity: the twin records the sha256 of the .pt bytes, verified before unpickling. A missing twin, one
-without a hash (older format), a mismatch or a load error is reported by `warnings.warn` naming the file,
-and the entry is recomputed and overwritten. Files are written under unique temporary names and renamed
-into place, under a lock, in the order given in `_publish`.
+    data = memo("pendulum_data", cfg, compute, sources=(__file__,))
 """
 
 from __future__ import annotations
 
-import ast
 import dataclasses
-import functools
 import hashlib
 import io
 import json
-import sys
+import os
+import tempfile
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable
-
-import torch
-
-from . import runtime
-from .files import write_atomic
-
 
 try:
     import fcntl
 except ImportError:  # no advisory locks (Windows): a lost race then shows as a hash mismatch, recomputed
     fcntl = None
 
-CACHE = Path(__file__).resolve().parents[1] / ".cache" / "romae"
-PACKAGE = Path(__file__).resolve().parent
+CHUNK = 1 << 20  # 1 MiB
+CACHE = Path(__file__).resolve().parents[1] / ".cache" / "romae"  # the local results (git-ignored)
 
-# package folders never followed into a key: they record, judge, tell and lay out results, they never compute one
-# (a result's own modules are the library's, the data loaders' and the experiments')
-NOT_IN_KEYS = ("compendium/", "runner/")
-OWN = ("cache.py", "files.py", "numerics.py")  # how results are stored and keyed: never in a key
 
+def digest(path: str | Path, algorithm: str = "sha256") -> str:
+    """Hex digest of a file (sha256, md5, ...), streamed (hashlib.file_digest)."""
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, algorithm).hexdigest()
+
+
+def sha256(path: str | Path) -> str:
+    """Hex SHA-256 of a file."""
+    return digest(path, "sha256")
+
+
+def write_atomic(path: str | Path, content: str | bytes) -> Path:
+    """Write `content` (text as UTF-8, line endings as given) to `path` through a unique temporary file in
+    the same folder and os.replace: a reader, or another process writing the same file, never sees it half
+    written, and a kill leaves the old file. The one atomic writer of the package (reports, caches, stores)."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(content.encode("utf-8") if isinstance(content, str) else content)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def tensor_digest(h, value) -> None:
+    """Feed a tensor / array (dtype, shape, bytes) or any other value (its repr) into hashlib object `h`."""
+    import numpy as np
+    import torch
+
+    if torch.is_tensor(value):
+        value = value.detach().cpu().contiguous()
+        h.update(f"{value.dtype}{tuple(value.shape)}".encode())
+        h.update(value.reshape(-1).view(torch.uint8).numpy().tobytes() if value.numel() else b"")
+    elif isinstance(value, np.ndarray):
+        value = np.ascontiguousarray(value)
+        h.update(f"{value.dtype}{value.shape}".encode())
+        h.update(value.view(np.uint8).reshape(-1).tobytes() if value.size and value.dtype != object else repr(value.tolist()).encode())
+    else:
+        h.update(repr(value).encode())
+
+
+def describe_callable(fn) -> str:
+    """What a key can say of a callable (an augmentation, a filter): its qualified name and the plain values it
+    closes over; '' for None."""
+    if fn is None:
+        return ""
+    cells = [c.cell_contents for c in (getattr(fn, "__closure__", None) or ())]
+    plain = [c for c in cells if isinstance(c, (int, float, str, bool, tuple))]
+    return f"{getattr(fn, '__module__', '')}.{getattr(fn, '__qualname__', type(fn).__name__)}{plain}"
+
+
+# ----------------------------------------------------------------------------- keyed results
 
 def _faithful(obj: Any) -> Any:
     """JSON stand-in for what json cannot write, keeping everything that tells two keys apart: arrays,
     tensors and tables by a hash of their contents (str() of a large array elides its middle, so two
     different subsets would share a key); anything without a faithful form is refused (TypeError)."""
     import numpy as np
+    import torch
 
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return dataclasses.asdict(obj)
@@ -113,80 +147,6 @@ def config_hash(config: Any) -> str:
     return hashlib.sha256(key_json(config).encode()).hexdigest()[:16]
 
 
-def _module_file(name: str, root: Path) -> str | None:
-    """'romae.experiments.pendulum' -> 'experiments/pendulum.py' (or '<pkg>/__init__.py'), None if not ours."""
-    parts = name.split(".")
-    if parts[0] != root.name:
-        return None
-    rel = Path(*parts[1:]) if len(parts) > 1 else Path()
-    if (root / rel).with_suffix(".py").is_file() and len(parts) > 1:
-        return rel.with_suffix(".py").as_posix()
-    if (root / rel / "__init__.py").is_file():
-        return (rel / "__init__.py").as_posix()
-    return None
-
-
-def _imports(rel: str, root: Path) -> set[str]:
-    """The package modules one file imports anywhere in its source (top level or inside functions):
-    `import pkg.a.b` -> a/b.py; `from .a import b` -> a/b.py if b is a module, else a.py (or a/__init__.py)
-    where the name b is defined."""
-    parts = [root.name, *Path(rel).with_suffix("").parts]
-    package = parts[:-1]  # the package a relative import starts from (an __init__'s own package too)
-    out: set[str] = set()
-    for node in ast.walk(ast.parse((root / rel).read_text(), filename=rel)):
-        if isinstance(node, ast.Import):
-            out.update(f for f in (_module_file(a.name, root) for a in node.names) if f)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package[:len(package) - (node.level - 1)] + ([node.module] if node.module else [])
-                base = ".".join(base)
-            else:
-                base = node.module or ""
-            for a in node.names:
-                f = _module_file(f"{base}.{a.name}", root) or _module_file(base, root)
-                if f:
-                    out.add(f)
-    out.discard(rel)
-    return out
-
-
-@functools.lru_cache(maxsize=None)
-def module_closure(files: tuple[str, ...], root: str | Path | None = None) -> tuple[str, ...]:
-    """`files` (paths relative to the package root) with every package module they import, transitively,
-    read from their source, minus those that cannot change a result (`_counts`)."""
-    root = Path(root) if root is not None else PACKAGE
-    seen: set[str] = set()
-    todo = [f for f in files if (root / f).is_file()]
-    while todo:
-        rel = todo.pop()
-        if rel in seen:
-            continue
-        seen.add(rel)
-        if _counts(rel):  # what a module that cannot change a result imports does not count through it
-            todo.extend(_imports(rel, root) - seen)
-    return tuple(sorted(f for f in seen if _counts(f)))
-
-
-def _counts(rel: str) -> bool:
-    """Whether package file `rel` can change a cached result (`NOT_IN_KEYS`, `OWN`)."""
-    return not rel.startswith(NOT_IN_KEYS) and rel not in OWN
-
-
-def producers(compute: Callable | None = None, depth: int = 2, extra: tuple[str, ...] = ()) -> tuple[str, ...]:
-    """The package modules that produce a result: those on the call stack above `depth` frames (the caller of
-    `cached` and its callers: an experiment, the training loop), the module of `compute` and the `extra`
-    module names (e.g. a model class's), with their imports (`module_closure`)."""
-    names = set(extra)
-    frame = sys._getframe(depth)
-    while frame is not None:
-        names.add(frame.f_globals.get("__name__", ""))
-        frame = frame.f_back
-    if compute is not None:
-        names.add(getattr(compute, "__module__", "") or "")
-    files = {f for f in (_module_file(n, PACKAGE) for n in names if n) if f is not None}
-    return module_closure(tuple(sorted(files)))
-
-
 @contextmanager
 def _lock(folder: Path, exclusive: bool):
     """Advisory lock on <folder>/.lock: writers publish a .pt and its twin as one step for readers."""
@@ -230,6 +190,8 @@ def verified(path: Path, twin: Path) -> tuple[str | None, str, Any]:
     actual = hashlib.sha256(data).hexdigest()
     if actual != expected:
         return "corrupted", f"sha256 {actual[:12]}, {twin.name} says {str(expected)[:12]}", None
+    import torch
+
     try:
         return None, "", torch.load(io.BytesIO(data), weights_only=False)
     except Exception as e:  # noqa: BLE001 -- whatever unpickling raises
@@ -239,19 +201,6 @@ def verified(path: Path, twin: Path) -> tuple[str | None, str, Any]:
 def _unusable(path: Path, verdict: str, reason: str) -> tuple[bool, None]:
     warnings.warn(f"results cache entry {path} is {verdict} ({reason}); recomputing", stacklevel=4)
     return False, None
-
-
-def key_of(name: str, config: Any, code: str) -> str:
-    """An entry's file stem: <name>-<config hash>-<code hash>."""
-    return f"{name}-{config_hash(config)}-{hashlib.sha256(code.encode()).hexdigest()[:8]}"
-
-
-def code_for(modules: tuple[str, ...]) -> tuple[str, dict]:
-    """(the code string a key hashes, what it is made of: {"modules": {file: sha256}}) for package modules
-    `modules`: their bytes."""
-    made_of = {"modules": {m: hashlib.sha256((PACKAGE / m).read_bytes()).hexdigest()[:16]
-                           for m in sorted(modules) if _counts(m) and (PACKAGE / m).is_file()}}
-    return hashlib.sha256(json.dumps(made_of, sort_keys=True).encode()).hexdigest(), made_of
 
 
 def lookup(folder: Path, key: str) -> tuple[bool, Any]:
@@ -265,6 +214,8 @@ def lookup(folder: Path, key: str) -> tuple[bool, Any]:
 
 def store(folder: Path, key: str, result: Any, meta: dict) -> bytes:
     """Write `result` as <folder>/<key>.pt with its twin (meta + the sha256 of the bytes) -> the bytes written."""
+    import torch
+
     buf = io.BytesIO()
     torch.save(result, buf)
     data = buf.getvalue()
@@ -282,30 +233,24 @@ def _publish(path: Path, twin: Path, data: bytes, meta: dict) -> None:
         write_atomic(twin, (json.dumps(meta, sort_keys=True, indent=1, default=str) + "\n").encode())
 
 
-def cached(name: str, config: Any, compute: Callable[[], Any], cache_dir: str | Path | None = None,
-           refresh: bool = False, *, code: str | None = None, depth: int = 2) -> Any:
-    """Return compute()'s result for `config` and the code that produced it, computing it only if no
-    verified entry exists (or `refresh`).
 
-    The result (anything torch.save can store: dicts, tensors, lists, numbers) is stored beside its
-    config, code and sha256. `code`: what to key the code on (default: the numbers of the modules that produce it,
-    `producers` and `code_for`; the twin lists them under code_of). A dry run (`romae.runtime`) neither reads nor
-    writes the cache.
-    """
-    if runtime.dry_run():  # a dry run's few steps are never read from nor written to the cache
+
+def memo(name: str, config: Any, compute: Callable[[], Any], *, sources: tuple = (), folder: str | Path | None = None,
+         refresh: bool = False) -> Any:
+    """compute()'s result stored under `folder` (default `CACHE`), keyed by `config` and the bytes of the files
+    `sources` (a data loader's own module: an edit of it parses or generates anew): a parsed or generated data set.
+    A dry run (`romae.runtime`) neither reads nor writes it."""
+    from . import runtime
+
+    if runtime.dry_run():
         return compute()
-    folder = Path(cache_dir) if cache_dir else CACHE
-    made_of = None
-    if code is None:
-        code, made_of = code_for(producers(compute, depth=depth))
-    key = key_of(name, config, code)
+    folder = Path(folder) if folder else CACHE
+    code = "".join(sha256(s) for s in sources)
+    key = f"{name}-{config_hash(config)}-{hashlib.sha256(code.encode()).hexdigest()[:8]}"
     if not refresh:
         found, result = lookup(folder, key)
         if found:
             return result
     result = compute()
-    meta = {"config": json.loads(key_json(config)), "code": code}
-    if made_of is not None:
-        meta["code_of"] = made_of
-    store(folder, key, result, meta)
+    store(folder, key, result, {"config": json.loads(key_json(config)), "code": code})
     return result
