@@ -189,9 +189,13 @@ def test_three_pieces_on_three_fresh_clones_give_the_uninterrupted_training(tmp_
     assert [(p["from_step"], p["to_step"]) for p in kept_pieces] == [(0, 7), (7, 16), (16, 24)]
 
 
-def test_a_damaged_travelling_checkpoint_is_not_used(tmp_path):
+def test_a_damaged_travelling_checkpoint_is_not_used(tmp_path, monkeypatch):
     one = _piece(tmp_path / "c1", 7)
     folder = tmp_path / "c1" / "record" / travel.FOLDER / one[2]
+    monkeypatch.setenv("ROMAE_TRAININGS", str(tmp_path / "c1" / "record"))
+    with pytest.warns(UserWarning, match=r"t_travel: the training in progress in .* at step 7 of 24 was started under "
+                                         r"another config, data or code than this run \(t_travel-0000\)"):
+        assert travel.arrive("t_travel-0000", tmp_path / "other") is None  # another run of the same name
     weights = folder / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[:-8] + b"\0" * 8)
     with pytest.raises(ValueError, match="model.safetensors is altered"):

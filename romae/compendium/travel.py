@@ -106,7 +106,25 @@ def arrive(run_id: str, out_dir: Path) -> dict | None:
                          f"{progress['total_steps']:,} (piece {len(progress['pieces']) + 1}; the checkpoint "
                          f"travelled from {progress['pieces'][-1]['device'] if progress['pieces'] else '?'})")
         return progress
+    _orphans(run_id)
     return None
+
+
+def _orphans(run_id: str) -> None:
+    """Say (a warning, a terminal line) when the record holds a training of the same name in progress under another
+    run id: started with another config, data or code, it cannot continue this one, which trains from the start (the
+    other stays in the record until removed: `python -m romae.runner.stales` says what changed since)."""
+    name = run_id.rsplit("-", 1)[0]
+    for folder in sorted(p for r in _records() for p in r.glob(f"{name}-*") if p.is_dir() and p.name != run_id):
+        try:
+            progress = json.loads((folder / PROGRESS).read_text())
+            where = f"at step {progress['steps']:,} of {progress['total_steps']:,}"
+        except (OSError, ValueError, KeyError, TypeError):
+            where = "(its progress.json unreadable)"
+        line = (f"{name}: the training in progress in {folder} {where} was started under another config, data or "
+                f"code than this run ({run_id}): it cannot continue it; this one trains from the start")
+        warnings.warn(line, stacklevel=3)
+        terminal.say(line)
 
 
 def leave(run_id: str, out_dir: Path, *, name: str, code: str, started: int, wall_seconds: float, why: str,
