@@ -233,24 +233,33 @@ def _publish(path: Path, twin: Path, data: bytes, meta: dict) -> None:
         write_atomic(twin, (json.dumps(meta, sort_keys=True, indent=1, default=str) + "\n").encode())
 
 
+def key_of(name: str, config: Any, code: str) -> str:
+    """An entry's file stem: <name>-<config hash>-<code hash>."""
+    return f"{name}-{config_hash(config)}-{hashlib.sha256(code.encode()).hexdigest()[:8]}"
 
 
-def memo(name: str, config: Any, compute: Callable[[], Any], *, sources: tuple = (), folder: str | Path | None = None,
-         refresh: bool = False) -> Any:
-    """compute()'s result stored under `folder` (default `CACHE`), keyed by `config` and the bytes of the files
-    `sources` (a data loader's own module: an edit of it parses or generates anew): a parsed or generated data set.
-    A dry run (`romae.runtime`) neither reads nor writes it."""
+def keyed(name: str, config: Any, compute: Callable[[], Any], code: str, folder: str | Path | None = None,
+          refresh: bool = False, meta: dict | None = None) -> Any:
+    """compute()'s result stored under `folder` (default `CACHE`) as entry `key_of(name, config, code)`, computed only
+    when no verified entry exists (or `refresh`); its twin holds config, code, `meta` and the sha256. A dry run
+    (`romae.runtime`) neither reads nor writes it."""
     from . import runtime
 
-    if runtime.dry_run():
+    if runtime.dry_run():  # a dry run's few steps are never read from nor written to a cache
         return compute()
     folder = Path(folder) if folder else CACHE
-    code = "".join(sha256(s) for s in sources)
-    key = f"{name}-{config_hash(config)}-{hashlib.sha256(code.encode()).hexdigest()[:8]}"
+    key = key_of(name, config, code)
     if not refresh:
         found, result = lookup(folder, key)
         if found:
             return result
     result = compute()
-    store(folder, key, result, {"config": json.loads(key_json(config)), "code": code})
+    store(folder, key, result, {"config": json.loads(key_json(config)), "code": code, **(meta or {})})
     return result
+
+
+def memo(name: str, config: Any, compute: Callable[[], Any], *, sources: tuple = (), folder: str | Path | None = None,
+         refresh: bool = False) -> Any:
+    """compute()'s result kept by `keyed`, its code the bytes of the files `sources` (a data loader's own module: an
+    edit of it parses or generates anew): a parsed or generated data set."""
+    return keyed(name, config, compute, "".join(sha256(s) for s in sources), folder, refresh)

@@ -19,21 +19,14 @@ recomputed and overwritten (`romae.storage.lookup`, `romae.storage.store`).
 
 from __future__ import annotations
 
-import hashlib
-import json
 from pathlib import Path
 from typing import Any, Callable
 
 from .. import runtime
-from ..storage import CACHE, config_hash, key_json, lookup, store
+from ..storage import CACHE, config_hash, key_json, key_of, keyed
 from . import staleness
 
 __all__ = ["CACHE", "cached", "code_of", "config_hash", "key_json", "key_of"]
-
-
-def key_of(name: str, config: Any, code: str) -> str:
-    """An entry's file stem: <name>-<config hash>-<code hash>."""
-    return f"{name}-{config_hash(config)}-{hashlib.sha256(code.encode()).hexdigest()[:8]}"
 
 
 def code_of(compute: Callable | None, roots=None, depth: int = 2) -> tuple[str, dict]:
@@ -49,20 +42,9 @@ def cached(name: str, config: Any, compute: Callable[[], Any], cache_dir: str | 
     exists (or `refresh`). The result (anything torch.save can store) is stored beside its config, code and sha256.
     `code`: what to key the code on (default: `code_of`, listed in the twin under code_of). A dry run
     (`romae.runtime`) neither reads nor writes the cache."""
-    if runtime.dry_run():  # a dry run's few steps are never read from nor written to the cache
+    if runtime.dry_run():  # nothing to key: its code record is not even computed
         return compute()
-    folder = Path(cache_dir) if cache_dir else CACHE
     made_of = None
     if code is None:
         code, made_of = code_of(compute, roots, depth + 1)
-    key = key_of(name, config, code)
-    if not refresh:
-        found, result = lookup(folder, key)
-        if found:
-            return result
-    result = compute()
-    meta = {"config": json.loads(key_json(config)), "code": code}
-    if made_of is not None:
-        meta["code_of"] = made_of
-    store(folder, key, result, meta)
-    return result
+    return keyed(name, config, compute, code, cache_dir, refresh, None if made_of is None else {"code_of": made_of})

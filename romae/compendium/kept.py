@@ -171,7 +171,6 @@ def fit_cached(name: str, model_cls, model_cfg, data, cfg: TrainConfig, key: dic
     return {**result, "run_id": run_id}
 
 
-
 def _objects(obj) -> list:
     """The package objects among `obj` (through dicts, lists and tuples): callables and datasets handed to fit."""
     if isinstance(obj, dict):
@@ -181,15 +180,14 @@ def _objects(obj) -> list:
     return [] if obj is None or isinstance(obj, (str, bytes, int, float, bool)) else [obj]
 
 
-
 # ----------------------------------------------------------------------------- the recipe, kept
 
 def pretrain_finetune_kept(name: str, train, test, model: RoMAEConfig, *, finetune: TrainConfig,
-                      pretrain: TrainConfig | None, n_outputs: int, seed: int, key: dict,
-                      cache_dir=None, refresh: bool = False, checkpoints: bool = False,
-                      profile: str = "", **kw) -> dict:
+                           pretrain: TrainConfig | None, n_outputs: int, seed: int, key: dict,
+                           cache_dir=None, refresh: bool = False, checkpoints: bool = False,
+                           profile: str = "", **kw) -> dict:
     """`romae.recipe.pretrain_finetune` (same arguments and result), its two trainings through `fit_cached` and
-    its evaluation through `kept.kept` (keyed by the fine-tuned model's run id and a hash of the whole test set), so
+    its evaluation through `kept` (keyed by the fine-tuned model's run id and a hash of the whole test set), so
     a re-run loads them instead of retraining, and a committed paper run reports without weights.
     profile: "paper": both trainings take the micro-batch `romae.compendium.plan` picks for their data on this
     device's memory (micro_batch is not in a key: it changes memory, not the result)."""

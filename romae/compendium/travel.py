@@ -18,6 +18,7 @@ removes it. `listing` is what `python -m romae.trainings` and the front page sho
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 import warnings
@@ -173,8 +174,6 @@ def done(run_id: str) -> None:
 
 
 def _notebook() -> str:
-    import os
-
     return os.environ.get(NOTEBOOK_ENV, "")
 
 
@@ -222,11 +221,13 @@ def show(folder: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     """`python -m romae.trainings`: each record's kept trainings (`romae.compendium.trainings.main`), then those in
     progress in it (`show`)."""
-    import sys
+    import argparse
 
-    status = trainings.main(argv)
-    args = list(sys.argv[1:] if argv is None else argv)
-    root = Path(args[args.index("--reports") + 1]) / "trainings" if "--reports" in args else trainings.DEFAULT
+    status = trainings.main(argv)  # which parses and checks the arguments
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--reports")
+    given = parser.parse_known_args(argv)[0].reports
+    root = Path(given) / "trainings" if given else trainings.DEFAULT
     for folder in (root, root / "quick"):
         show(folder)
     return status

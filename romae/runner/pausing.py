@@ -43,6 +43,11 @@ def _grace() -> None:
         return
     print(f"== the notebook did not stop within {GRACE:.0f} s of the request: stopping its kernel", flush=True)
     STOPPED.append(signal.SIGTERM)
+    stop_children()
+
+
+def stop_children() -> None:
+    """SIGTERM to every descendant of this process: the notebook's kernel (in its own session) and its children."""
     import psutil  # a requirement of accelerate and IPython
 
     for child in psutil.Process().children(recursive=True):

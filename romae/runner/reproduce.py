@@ -70,7 +70,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -84,7 +83,7 @@ from ..config import PROFILES, check_profile
 from ..data import catalog, files
 # the run's other jobs, in their own modules (their names stay importable from here)
 from . import pausing
-from .pausing import _stop_new_processes, _time_limit  # noqa: F401 (the time limit: pausing)
+from .pausing import _time_limit
 from .notebooks import (KERNEL_QUIET, SHOWN_RESULTS, _echoed, convert, data_check,  # noqa: F401
                         notebook_needs, notebook_parameters, parse_params, resolve_params, result_lines,
                         select_notebooks, variant_of, write_provenance)
@@ -325,13 +324,7 @@ def _interrupt(signum, frame):
     """SIGINT: stop the notebook's kernel, then raise KeyboardInterrupt. nbclient may swallow the exception between
     its polls; with the kernel gone it stops within about a second anyway, and run_notebook reports the interrupt."""
     _INTERRUPTED.append(signum)
-    import psutil  # a requirement of accelerate and IPython
-
-    for child in psutil.Process().children(recursive=True):  # the kernel (in its own session) and its children
-        try:
-            child.terminate()
-        except psutil.Error:
-            pass
+    pausing.stop_children()
     raise KeyboardInterrupt(f"signal {signum}")
 
 
