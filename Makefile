@@ -22,6 +22,9 @@
 #                    PROFILE=paper stops before training when torch sees no accelerator, unless DEVICE=cpu;
 #                    it exits 3 ("paper profile incomplete") when a notebook was skipped for missing data,
 #                    unless ALLOW_SKIPS=1
+#   make lab         JupyterLab on 127.0.0.1 with its token, notebooks/ open, ROMAE_DATA honoured; a notebook run there
+#                    writes to runs/interactive/ (git-ignored), never reports/; saving a numbered notebook keeps its
+#                    code and prose, not its outputs (LAB_ARGS="--no-browser --port=8899": more JupyterLab arguments)
 #   make data        download the public datasets the notebooks use (all of them; NAMES=physionet2012,uea:Epilepsy
 #                    for some; MIRROR=<url> fetches from a mirror laid out as <url>/<host>/<path>;
 #                    `.venv/bin/python -m romae.data status` lists what is here)
@@ -47,6 +50,7 @@ PRECISION ?=
 GPU_MEMORY ?=
 ALLOW_SKIPS ?=
 TIME_BUDGET ?=
+LAB_ARGS ?=
 # seconds each notebook may run (0: no limit); empty: the runner's default from the notebook's estimate
 TIMEOUT ?=
 # a CUDA build of torch for `make venv` (e.g. https://download.pytorch.org/whl/cu128); empty: pip's default
@@ -59,7 +63,7 @@ ifdef ROMAE_DATA
 export ROMAE_DATA
 endif
 
-.PHONY: all venv test bench plan reproduce dry-run gpu-check data clean distclean
+.PHONY: all venv test bench plan reproduce dry-run gpu-check lab data clean distclean
 
 all: test
 
@@ -114,6 +118,9 @@ gpu-check: venv
 	$(VPY) -m romae.gpucheck
 
 # downloads into $ROMAE_DATA, else ./data/; resumes a cut download; verifies or records checksums
+lab: venv
+	$(VPY) -m romae.runner.lab $(LAB_ARGS)
+
 data: venv
 	$(VPY) -m romae.data fetch $(NAMES) $(if $(MIRROR),--mirror $(MIRROR))
 

@@ -1,9 +1,10 @@
-"""Standard baselines to report beside RoMAE: 1-nearest-neighbour with DTW, MiniRocket (through aeon), the
-majority class, the training mean.
+"""Standard baselines to report beside RoMAE: 1-nearest-neighbour with DTW, MiniRocket (through aeon) on the kept
+steps or on irregular series regridded by their times, the majority class, the training mean.
 
     from romae import baselines
     pred = baselines.nn1_dtw(train, test)        # TokenDatasets (from_sequences) or lists of arrays [T_i, C]
     pred = baselines.minirocket(train, test, seed=0)   # aeon's MiniRocket (pip install -e '.[baselines]')
+    pred = baselines.regridded_minirocket(train, test) # irregular series: interpolated by time onto a regular grid
     acc = metrics.accuracy(test.tensors["labels"], pred)
 
 `nn1_dtw` is the UCR/UEA archive's standard distance baseline: every test series takes the label of the
@@ -21,6 +22,10 @@ compared as the sequence of its observations. Lengths may differ: the band is ts
 the diagonal through the start, around the one through the end, and between), so a path always exists. A
 partly missing step in an array is refused (fill it first, e.g. with `from_sequences`).
 
+`minirocket` compares irregular series as the sequences of their observations too (padded at their ends to one
+length); `regridded_minirocket` uses their times: each series' kept steps linearly interpolated onto one regular grid
+(`regular_grid`: for series with steps dropped, their own step), then the same MiniRocket.
+
 The dynamic programme runs along the anti-diagonals of the band, vectorised over all pairs of a block of
 series of similar lengths (numpy only); each diagonal's costs come from one batched matrix product.
 BasicMotions after the 30 % drop (40 x 40 series of 70 steps x 6 channels) takes about 0.05 s on one core,
@@ -33,6 +38,15 @@ import numpy as np
 
 BLOCK_BYTES = 64 * 2 ** 20  # the cost matrices of one block of pairs take at most about this much memory
 CHUNK = 64  # series of b per block (sorted by length: a block of similar lengths has a narrower band)
+
+
+def _steps(x, what: str, k: int) -> np.ndarray:
+    """Series k of `what` as a float64 array [T, C] (a univariate one [T] -> [T, 1]); another shape is refused."""
+    x = np.asarray(x, dtype=np.float64)
+    x = x[:, None] if x.ndim == 1 else x
+    if x.ndim != 2:
+        raise ValueError(f"{what} {k}: expected an array [T, C], got shape {x.shape}")
+    return x
 
 
 def series_of(data, what: str = "series", standardized: bool = False) -> list[np.ndarray]:
@@ -57,10 +71,7 @@ def series_of(data, what: str = "series", standardized: bool = False) -> list[np
         items = list(data)
     out = []
     for k, x in enumerate(items):
-        x = np.asarray(x, dtype=np.float64)
-        x = x[:, None] if x.ndim == 1 else x
-        if x.ndim != 2:
-            raise ValueError(f"{what} {k}: expected an array [T, C], got shape {x.shape}")
+        x = _steps(x, what, k)
         if np.isinf(x).any():
             raise ValueError(f"{what} {k} holds an infinite value (step {int(np.argwhere(np.isinf(x))[0, 0])})")
         x = x[~np.isnan(x).all(1)]  # a dropped step: no observation
@@ -189,12 +200,18 @@ def dtw_distances(a, b, window: float | None = 0.1, block_bytes: int = BLOCK_BYT
 
 
 def _labels(data, labels, what: str) -> np.ndarray:
-    if labels is None:
-        tensors = getattr(data, "tensors", None)
-        if not (isinstance(tensors, dict) and "labels" in tensors):
-            raise ValueError(f"{what}: give the training labels (labels=...) or a dataset that holds them")
-        labels = tensors["labels"]
-    return np.asarray(labels)
+    """The training labels: `labels` as given, else the dataset's; a dataset's regression targets standardised by its
+    builder (`standardize_targets=True`: `target_standardizer`) are put back into their own units (y x std + mean, in
+    float64), so a baseline fits, and predicts, the targets a user gave, as `romae.train.predict` returns them."""
+    if labels is not None:
+        return np.asarray(labels)
+    tensors = getattr(data, "tensors", None)
+    if not (isinstance(tensors, dict) and "labels" in tensors):
+        raise ValueError(f"{what}: give the training labels (labels=...) or a dataset that holds them")
+    scaler = getattr(data, "target_standardizer", None)
+    if scaler is None:
+        return np.asarray(tensors["labels"])
+    return np.asarray(tensors["labels"], dtype=np.float64) * scaler.std + scaler.mean
 
 
 def nn1_dtw(train, test, labels=None, window: float | None = 0.1, distances: np.ndarray | None = None,
@@ -240,32 +257,155 @@ def _quiet_numba_threads() -> None:
         numba.config.THREADING_LAYER = "workqueue"
 
 
-def minirocket(train, test, labels=None, seed: int = 0, n_kernels: int = 10_000, standardized: bool = False,
-               n_jobs: int = 1) -> np.ndarray:
-    """MiniRocket (Dempster et al. 2021), the field's fast strong baseline, through aeon (the `baselines` extra):
-    random convolutional kernels, then a ridge classifier (class labels) or ridge regressor (float targets).
-    `train`, `test`: TokenDatasets or lists of arrays [T_i, C] (`series_of`: padding removed, original units unless
-    `standardized`); unequal lengths are padded (`padded_collection`) to the longest series of both sets.
-    `labels`: the training labels (default: the dataset's); `seed`: the kernels' random state.
-    -> the predictions, one per test series (labels as given, or float targets)."""
+def _check_pair(what: str, y: np.ndarray, n_train: int, channels: tuple[int, int]) -> None:
+    if len(y) != n_train:
+        raise ValueError(f"{what}: {len(y)} training labels for {n_train} training series")
+    if channels[0] != channels[1]:
+        raise ValueError(f"{what}: training series have {channels[0]} channels, test series {channels[1]}")
+
+
+def _fit_predict(a: np.ndarray, b: np.ndarray, y: np.ndarray, seed: int, n_kernels: int, n_jobs: int) -> np.ndarray:
+    """aeon's MiniRocket fitted on the equal-length collection a [n, C, L] with labels y (a ridge classifier for class
+    labels, a ridge regressor for float targets), then applied to b [m, C, L] -> its m predictions."""
     _quiet_numba_threads()
     try:
         from aeon.classification.convolution_based import MiniRocketClassifier
         from aeon.regression.convolution_based import MiniRocketRegressor
     except ImportError as e:  # pragma: no cover - the extra is part of `make venv`
-        raise ImportError("minirocket needs aeon: pip install -e '.[baselines]' (make venv installs it)") from e
-    y = _labels(train, labels, "minirocket")
-    a, b = series_of(train, "training series", standardized), series_of(test, "test series", standardized)
-    if len(y) != len(a):
-        raise ValueError(f"minirocket: {len(y)} training labels for {len(a)} training series")
-    if a[0].shape[1] != b[0].shape[1]:
-        raise ValueError(f"minirocket: training series have {a[0].shape[1]} channels, test series {b[0].shape[1]}")
-    length = max(MINIROCKET_MIN_LENGTH, max(len(x) for x in a + b))
+        raise ImportError("MiniRocket needs aeon: pip install -e '.[baselines]' (make venv installs it)") from e
     regression = np.issubdtype(y.dtype, np.floating)
+    if regression and y.ndim != 1:
+        raise ValueError(f"MiniRocket regresses one target per series; these targets have shape {list(y.shape)}: "
+                         "call it once per target (labels=y[:, k])")
     model = (MiniRocketRegressor if regression else MiniRocketClassifier)(n_kernels=n_kernels, random_state=seed,
                                                                        n_jobs=n_jobs)
-    model.fit(padded_collection(a, length), y)
-    return model.predict(padded_collection(b, length))
+    model.fit(a, y)
+    return model.predict(b)
+
+
+def minirocket(train, test, labels=None, seed: int = 0, n_kernels: int = 10_000, standardized: bool = False,
+               n_jobs: int = 1) -> np.ndarray:
+    """MiniRocket (Dempster et al. 2021), the field's fast strong baseline, through aeon (the `baselines` extra):
+    random convolutional kernels, then a ridge classifier (class labels) or ridge regressor (float targets).
+    `train`, `test`: TokenDatasets or lists of arrays [T_i, C] (`series_of`: padding removed, original units unless
+    `standardized`); unequal lengths are padded (`padded_collection`) to the longest series of both sets: the kept
+    steps are taken in order, their times ignored (`regridded_minirocket` uses them).
+    `labels`: the training labels, as given (default: the dataset's; regression targets that the builder standardised,
+    `standardize_targets=True`, are fitted and predicted in their own units); `seed`: the kernels' random state.
+    -> the predictions, one per test series (labels as given, or float targets in the targets' units)."""
+    y = _labels(train, labels, "minirocket")
+    a, b = series_of(train, "training series", standardized), series_of(test, "test series", standardized)
+    _check_pair("minirocket", y, len(a), (a[0].shape[1], b[0].shape[1]))
+    length = max(MINIROCKET_MIN_LENGTH, max(len(x) for x in a + b))
+    return _fit_predict(padded_collection(a, length), padded_collection(b, length), y, seed, n_kernels, n_jobs)
+
+
+# ----------------------------------------------------------------------------- irregular series on a regular grid
+
+REGRID_MAX_LENGTH = 4096  # the most points `regular_grid` chooses by itself (MiniRocket's time grows with the length)
+
+
+def timed_series_of(data, times=None, what: str = "series", standardized: bool = False) -> list[tuple]:
+    """The series of `data` with their true times -> [(times [n_i] float64, increasing; values [n_i, C])], in order.
+
+    A TokenDataset of 1-D positions (`from_sequences`): each real token's position is its time (`times` must be None:
+    the dataset carries them); values as `series_of` gives them. A list of arrays [T_i, C] (or [T_i]): `times` one
+    array [T_i] per series (default: the step index 0..T_i-1, as `from_sequences` numbers steps); all-NaN steps are
+    left out with their times. Steps are sorted by time. Refused, naming the series and the value: times of another
+    length than their series, not real, not finite, or two kept steps at one time; and what `series_of` refuses."""
+    tensors = getattr(data, "tensors", None)
+    if isinstance(tensors, dict) and "values" in tensors:
+        if times is not None:
+            raise ValueError(f"{what}: a dataset carries its own times (its positions); pass times= only with arrays")
+        pos = tensors.get("positions")
+        if pos is None or pos.ndim != 3 or pos.shape[1] != 1:
+            raise ValueError(f"{what}: regridding needs one time per token (positions [B, 1, N], as from_sequences "
+                             f"builds); these positions have shape {None if pos is None else list(pos.shape)} "
+                             "(from_long's are (time, variable): one series per variable is not what this regrids)")
+        pad = tensors.get("pad_mask")
+        pos = np.asarray(pos, dtype=np.float64)[:, 0]
+        pad = np.zeros(pos.shape, bool) if pad is None else np.asarray(pad, dtype=bool)
+        stamps = [t[~p] for t, p in zip(pos, pad)]
+        values = series_of(data, what, standardized)
+    else:
+        items = list(data)
+        if times is not None and len(times) != len(items):
+            raise ValueError(f"{what}: {len(times)} arrays of times for {len(items)} series")
+        stamps = []
+        for k, x in enumerate(items):
+            x = _steps(x, what, k)
+            t = np.arange(len(x), dtype=np.float64) if times is None else np.asarray(times[k])
+            if t.dtype.kind not in "iuf":
+                raise TypeError(f"{what} {k}: times must be real numbers, got {t.dtype} ({t.ravel()[:3].tolist()}...)")
+            if t.shape != (len(x),):
+                raise ValueError(f"{what} {k}: times of shape {list(t.shape)} for {len(x)} steps")
+            stamps.append(t.astype(np.float64)[~np.isnan(x).all(1)])  # a dropped step goes with its time
+        values = series_of(items, what)
+    out = []
+    for k, (t, x) in enumerate(zip(stamps, values)):
+        if not np.isfinite(t).all():
+            j = int(np.flatnonzero(~np.isfinite(t))[0])
+            raise ValueError(f"{what} {k}: the time of kept step {j} is {t[j]}, not finite")
+        order = np.argsort(t, kind="stable")
+        t, x = t[order], x[order]
+        same = np.flatnonzero(np.diff(t) == 0)
+        if len(same):
+            raise ValueError(f"{what} {k}: two kept steps at time {t[same[0]]:g}; a grid takes one value per time "
+                             "(average them, or keep one)")
+        out.append((t, x))
+    return out
+
+
+def regular_grid(timed: list[tuple], length: int | None = None) -> np.ndarray:
+    """One regular grid of times for all `timed` series (`timed_series_of`): from the earliest kept time of any series
+    to the latest, spaced by the smallest gap between two consecutive kept times of any series, so series that were
+    regular before steps were dropped come back on their own step (round(span / gap) + 1 points), at least
+    MINIROCKET_MIN_LENGTH and at most REGRID_MAX_LENGTH (beyond it: that many points, evenly spaced, a coarser step).
+    `length`: that many evenly spaced points instead (a whole number >= MINIROCKET_MIN_LENGTH). -> times [L]."""
+    if length is not None and (isinstance(length, bool) or not isinstance(length, (int, np.integer))
+                               or length < MINIROCKET_MIN_LENGTH):
+        raise ValueError(f"length must be a whole number of grid points >= {MINIROCKET_MIN_LENGTH} (MiniRocket's "
+                         f"kernels are {MINIROCKET_MIN_LENGTH} steps long), got {length!r}")
+    first, last = min(t[0] for t, _ in timed), max(t[-1] for t, _ in timed)
+    if length is None:
+        gaps = [np.diff(t).min() for t, _ in timed if len(t) > 1]
+        points = (last - first) / min(gaps) + 1 if gaps else 1  # only single-step series: a constant each
+        length = int(round(min(max(points, MINIROCKET_MIN_LENGTH), REGRID_MAX_LENGTH)))
+    return np.linspace(first, last, int(length))
+
+
+def regridded_collection(timed: list[tuple], grid: np.ndarray) -> np.ndarray:
+    """Timed series on one grid -> aeon's collection [n, C, len(grid)]: each channel linearly interpolated by time
+    between its kept steps (`np.interp`), held at its first kept value before its first time and at its last after
+    its last (a shorter series is padded as `padded_collection` pads); a series of one kept step is constant."""
+    out = np.empty((len(timed), timed[0][1].shape[1], len(grid)))
+    for k, (t, x) in enumerate(timed):
+        for c in range(x.shape[1]):
+            out[k, c] = np.interp(grid, t, x[:, c])
+    return out
+
+
+def regridded_minirocket(train, test, labels=None, *, train_times=None, test_times=None, length: int | None = None,
+                         seed: int = 0, n_kernels: int = 10_000, standardized: bool = False,
+                         n_jobs: int = 1) -> np.ndarray:
+    """MiniRocket on irregular series put back on a regular grid, the baseline for series with dropped steps or real
+    times: each series' kept steps, linearly interpolated by their true times onto one regular grid shared by the
+    training and the test series (`regular_grid`: from the earliest kept time to the latest, spaced by the smallest
+    gap between consecutive kept times, e.g. the file's own step for UEA series with steps dropped; `length` points
+    instead if given), then `minirocket`'s aeon MiniRocket (ridge classifier, or regressor for float targets).
+
+    `train`, `test`: TokenDatasets of 1-D positions (`from_sequences`: the positions are the times) or lists of arrays
+    [T_i, C] (NaN rows: dropped steps) with `train_times` / `test_times` (one array [T_i] per series; default the
+    step index) (`timed_series_of`). Lengths may differ; a series of one kept step becomes constant; before its first
+    and after its last kept time a series holds its end values (`regridded_collection`). Values in the file's units
+    unless `standardized`. `labels`, `seed`, `n_kernels`, `n_jobs`: as `minirocket`.
+    -> the predictions, one per test series (labels as given, or float targets in the targets' units)."""
+    y = _labels(train, labels, "regridded_minirocket")
+    a = timed_series_of(train, train_times, "training series", standardized)
+    b = timed_series_of(test, test_times, "test series", standardized)
+    _check_pair("regridded_minirocket", y, len(a), (a[0][1].shape[1], b[0][1].shape[1]))
+    grid = regular_grid(a + b, length)
+    return _fit_predict(regridded_collection(a, grid), regridded_collection(b, grid), y, seed, n_kernels, n_jobs)
 
 
 def majority_class(train_labels, n: int) -> np.ndarray:

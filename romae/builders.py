@@ -43,6 +43,7 @@ import pandas as pd
 import torch
 from safetensors.torch import load_file, save_file
 
+from . import precheck
 from .feeding import ArrayDataset
 from .sequence_checks import (_check_long_times, _check_standardised, _check_stats, _check_times, _py,  # noqa: F401
                               _real)
@@ -110,11 +111,12 @@ class Standardizer:
 class TokenDataset(ArrayDataset):
     """Tokens with what built them: values [B, N, C], positions [B, A, N], pad_mask [B, N], labels [B].
 
-    Attributes: `standardizer` (or None; the inputs' statistics), `target_standardizer` (or None; the regression
-    targets' training mean and std when built with `standardize_targets=True`: `labels` then hold standardised
-    targets and `romae.train.predict` maps outputs back), `classes` (class names, index = label; None for
-    regression targets), `variables` (from_long: names, index = the position on axis 1), `ids` (sample ids, in
-    order).
+    Attributes: `labels` (the labels tensor [B], or None; as image datasets have them, e.g.
+    `metrics.accuracy(test.labels, predict(model, test))`), `standardizer` (or None; the inputs' statistics),
+    `target_standardizer` (or None; the regression targets' training mean and std when built with
+    `standardize_targets=True`: `labels` then hold standardised targets and `romae.train.predict` maps outputs back),
+    `classes` (class names, index = label; None for regression targets), `variables` (from_long: names, index = the
+    position on axis 1), `ids` (sample ids, in order).
     """
 
     def __init__(self, *, standardizer: Standardizer | None = None, classes: list | None = None,
@@ -123,6 +125,7 @@ class TokenDataset(ArrayDataset):
         super().__init__(**tensors)
         self.standardizer, self.classes, self.variables, self.ids = standardizer, classes, variables, ids
         self.target_standardizer = target_standardizer
+        self.labels = self.tensors.get("labels")  # [B] (or None), as image datasets have them: test.labels
 
     @property
     def token_dim(self) -> int:
@@ -399,6 +402,7 @@ def from_sequences(values: Sequence, times: Sequence | None = None, labels=None,
     if like is not None and like.token_dim != C:
         raise ValueError(f"these series have {C} channels, the training data {like.token_dim}")
     vals, pad = _pad(rows, C)
+    precheck.dropped_short(values, rows, drop)  # series that drop= left with (almost) no steps: warned
     pos, _ = _pad([s[:, None] for s in stamps], 1)
     real = ~pad
     scaler = like.standardizer if like is not None else None

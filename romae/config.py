@@ -338,7 +338,8 @@ class TrainConfig:
             resuming a run cut short; None = only at the end (or where max_steps stops it).
         log_every: write a history row (mean loss and gradient norm since the last row, lr, seconds) every
             N optimiser steps (int >= 1); the last step is always logged.
-        progress: show a tqdm progress bar (main process only).
+        progress: show progress (main process only): a tqdm bar on a terminal, a plain line every 5 % of the run
+            (or every minute) where stderr is a log, a notebook's stream or a pipe (`romae.progress`).
         micro_batch: gradient accumulation: each process's batch goes through in forwards of this many
             samples (int >= 1) whose gradients add up to the whole batch's, the loss normalised over the
             whole batch's real tokens, so the update equals one big forward's up to rounding; None = one
@@ -380,7 +381,7 @@ class TrainConfig:
     eval_every: int | None = None  # validation every N optimizer steps (None = at each epoch's end)
     checkpoint_every: int | None = None  # checkpoint every N steps (None = only at the end)
     log_every: int = 10  # history row every N steps
-    progress: bool = True  # tqdm progress bar
+    progress: bool = True  # a bar on a terminal, plain lines elsewhere (romae.progress)
     micro_batch: int | None = None  # per process: the batch goes through in forwards of this many samples whose
     #                                 gradients add up to the whole batch's (gradient accumulation; the loss is
     #                                 normalised over the whole batch's real tokens); None = one forward

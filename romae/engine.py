@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import torch
 from accelerate.utils import gather_object
 
-from . import checkpoint, feeding, graphs, masking, runtime
+from . import checkpoint, feeding, graphs, masking, progress, runtime
 from .config import TrainConfig
 
 
@@ -110,9 +110,8 @@ def start(run: Run, held: contextlib.ExitStack, on_progress, compile_model) -> N
             lengths=graphs.trim_lengths(run.train_data))
         graphs.capturable(run.optimizer, dev)  # the learning rate a device tensor the scheduler fills
         held.callback(run.graphs.close)
-    from tqdm import tqdm  # plain text bars: no ipywidgets needed in notebooks
-
-    run.bar = tqdm(total=run.stop, initial=run.step, disable=not (cfg.progress and run.main), desc="train")
+    # a bar on a terminal, a plain line every few percent elsewhere (a log, a notebook's stream)
+    run.bar = progress.bar(total=run.stop, initial=run.step, disable=not (cfg.progress and run.main), desc="train")
     run.tell = on_progress if run.main else None  # the caller's progress callback: on the main process only
     if run.tell is not None:
         run.tell("start", run.step, run.stop)

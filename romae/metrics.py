@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterable
 import numpy as np
 import torch
 
+from . import precheck
+
 
 def _np(x) -> np.ndarray:
     return x.detach().cpu().numpy() if torch.is_tensor(x) else np.asarray(x)
@@ -30,6 +32,7 @@ def _finite(x: np.ndarray, what: str) -> None:
 
 def _classes(y_true, y_pred) -> tuple[np.ndarray, np.ndarray]:
     t, p = _np(y_true), _np(y_pred)
+    precheck.comparable_labels(t, p)  # class names against numbers: said how to compare like with like
     _finite(p, "predicted scores" if p.ndim == t.ndim + 1 else "predicted classes")
     _finite(t, "true classes")
     if p.ndim == t.ndim + 1:  # scores -> predicted class

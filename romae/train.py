@@ -40,10 +40,10 @@ from accelerate import Accelerator
 from accelerate.state import AcceleratorState
 from accelerate.utils import broadcast_object_list
 from torch.optim.lr_scheduler import LambdaLR
-from tqdm import tqdm  # plain text bars: no ipywidgets needed in notebooks
 
 from romae.config import TrainConfig, check_whole
-from romae import checkpoint, feeding, runtime
+from romae import checkpoint, feeding, precheck, runtime
+from romae.progress import bar as progress_bar  # `progress` is predict's argument
 from romae.optim import _lr_factor, apply_settings, lr_at, make_optimizer
 from romae.optim import _make_optimizer  # noqa: F401 (older code imports it from here)
 from romae import engine
@@ -169,7 +169,8 @@ def predict(model: torch.nn.Module, data, batch_size: int = 256, device: str | t
     show = n_batches > 20 if progress is None else progress
     outs = []
     try:
-        for idx, batch in tqdm(feeding.batches(data, batch_size), total=n_batches, disable=not show, desc="predict"):
+        for idx, batch in progress_bar(feeding.batches(data, batch_size), total=n_batches, disable=not show,
+                                       desc="predict"):
             batch = feeding.to_device({k: v for k, v in feeding.model_keys(model, batch).items() if k != "labels"}, dev)
             with _naming_samples(data, idx, "the data"):
                 outs.append(model(**batch)[0].float().cpu())
@@ -223,6 +224,12 @@ def fit(model: torch.nn.Module, train_data, cfg: TrainConfig, *, val_data=None,
     `allow_config_change`: then training goes on under the new settings (lr, schedule, betas, weight decay,
     clipping; another optimizer is refused) and a {"event": "config_changed"} history row records them. A corrupted
     checkpoint/ is set aside with a warning and checkpoint.prev/ resumed instead, when that one is good.
+
+    A RoMAE model that cannot train on `train_data` is refused before its first step, naming the value to use
+    (`romae.precheck.before_fit`: a classifier with fewer outputs than the data's classes, e.g. n_outputs=1, the
+    default; a regressor on classes; another token_dim or n_axes than the data's tokens). With `cfg.progress`, a bar
+    on a terminal, and a plain line every 5 % of the run (or every minute) where stderr is a log, a notebook's stream
+    or a pipe (`romae.progress`).
 
     If fit fails or is interrupted, `model` is given back as it came (its weights, device and mode): what was
     learnt until then is in out_dir's checkpoint, if any, never half in the caller's model.
@@ -314,6 +321,7 @@ def _setup(model, train_data, cfg: TrainConfig, *, val_data, out_dir, config, ca
     device, precision, dry run); the schedule's sizes; the optimiser and scheduler; the model prepared."""
     from .metrics import resolve_metrics  # metrics imports nothing from here
 
+    precheck.before_fit(model, train_data, transform)  # n_outputs, token_dim, ... against the data: refused now
     metric_fns = resolve_metrics(metrics)
     if metric_fns and val_data is None:
         raise ValueError(f"metrics {list(metric_fns)} are computed on validation data: pass val_data=")

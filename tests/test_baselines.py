@@ -1,4 +1,6 @@
-"""romae.baselines: the vectorised banded DTW equals the textbook double loop; 1-NN DTW classifies an easy set."""
+"""romae.baselines: the vectorised banded DTW equals the textbook double loop; 1-NN DTW classifies an easy set;
+MiniRocket predicts regression targets in their own units; the regridded MiniRocket interpolates by time (worked by
+hand), reads times that the order of steps hides, and refuses what it cannot regrid, naming the value."""
 
 import math
 import time
@@ -175,3 +177,159 @@ def test_minirocket_leaves_no_openmp_pool_beside_torchs():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "workqueue"
+
+
+# ----------------------------------------------------------------------------- targets in their own units
+
+@pytest.mark.parametrize("method", ["minirocket", "regridded_minirocket"])
+def test_minirocket_predicts_standardised_targets_in_their_own_units(method):
+    """The same series built with and without standardize_targets=True: the same predictions, in the targets' units
+    (issue 53: they came back standardised, an RMSE 10x too large on Covid3Month)."""
+    pytest.importorskip("aeon")
+    a, _ = _waves(30, 2)
+    b, _ = _waves(10, 3)
+    y = np.array([1000.0 + 50 * x[:, 0].std() for x in a])  # far from 0 and 1: standardised units cannot pass
+    fn = getattr(baselines, method)
+    raw = from_sequences(a, labels=y)
+    scaled = from_sequences(a, labels=y, standardize_targets=True)
+    assert abs(float(scaled.tensors["labels"].mean())) < 1e-4  # the dataset holds standardised targets
+    test_raw, test_scaled = from_sequences(b, like=raw), from_sequences(b, like=scaled)
+    want = fn(raw, test_raw, seed=0, n_kernels=84 * 4)
+    got = fn(scaled, test_scaled, seed=0, n_kernels=84 * 4)
+    assert 1000 < want.mean() < 1100
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-3 * y.std())
+    # labels given explicitly are taken as given: the standardised ones give standardised predictions
+    z = scaled.tensors["labels"].numpy().astype(np.float64)
+    assert abs(fn(scaled, test_scaled, labels=z, seed=0, n_kernels=84 * 4).mean()) < 5
+
+
+def test_nearest_neighbour_returns_standardised_targets_in_their_own_units():
+    a, _ = _waves(12, 2)
+    y = np.linspace(100.0, 200.0, 12)
+    got = baselines.nn1_dtw(from_sequences(a, labels=y, standardize_targets=True), a[:4])
+    np.testing.assert_allclose(got, y[:4], rtol=1e-5)  # each series is its own nearest neighbour
+
+
+def test_minirocket_refuses_several_targets_per_series_clearly():
+    pytest.importorskip("aeon")
+    a, _ = _waves(6, 2)
+    with pytest.raises(ValueError, match=r"one target per series; these targets have shape \[6, 2\]"):
+        baselines.minirocket(a, a, labels=np.ones((6, 2)), n_kernels=84)
+
+
+# ----------------------------------------------------------------------------- regridded MiniRocket
+
+def test_regridding_puts_dropped_steps_back_on_their_step_by_their_times():
+    """Kept steps at times 0, 2, 5 (of a series of step 1) and 1, 3: one grid 0..5 of step 1 (the smallest gap),
+    values linearly interpolated by time (worked by hand), the ends held; several channels; one single-step series."""
+    timed = baselines.timed_series_of(
+        [np.array([[0.0, 1.0], [np.nan, np.nan], [4.0, 1.0], [np.nan, np.nan], [np.nan, np.nan], [10.0, -2.0]]),
+         np.array([[7.0, 0.0], [9.0, 2.0]]), np.array([[3.0, 3.0]])],
+        times=[np.arange(6), [1.0, 3.0], [4.0]])
+    grid = baselines.regular_grid(timed)
+    assert grid.tolist() == [0.0, 0.625, 1.25, 1.875, 2.5, 3.125, 3.75, 4.375, 5.0]  # at least 9 points (MiniRocket)
+    grid = baselines.regular_grid(timed, length=11)
+    assert grid.tolist() == [0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0]
+    out = baselines.regridded_collection(timed, grid)
+    assert out.shape == (3, 2, 11)
+    assert out[0, 0].tolist() == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]  # 0 at t=0, 4 at t=2, 10 at t=5
+    assert out[0, 1].tolist() == [1, 1, 1, 1, 1, 0.5, 0, -0.5, -1, -1.5, -2]
+    assert out[1, 0].tolist() == [7, 7, 7, 7.5, 8, 8.5, 9, 9, 9, 9, 9]  # held before t=1 and after t=3
+    assert (out[2] == 3.0).all()  # one kept step: constant
+
+
+def test_regridding_finds_the_step_of_series_with_steps_dropped():
+    rng = np.random.default_rng(6)
+    series = [rng.normal(size=(40, 3)) for _ in range(5)]
+    for x in series:
+        x[0] = x[-1] = 1.0  # the ends kept: the grid spans 0..39
+    dropped = [x.copy() for x in series]
+    for x in dropped:
+        x[1 + rng.choice(38, 20, replace=False)] = np.nan
+    times = [np.arange(40) * 0.5] * 5
+    timed = baselines.timed_series_of(from_sequences(dropped, times=times))  # a dataset's positions are its times
+    grid = baselines.regular_grid(timed)
+    np.testing.assert_allclose(grid, np.arange(40) * 0.5)  # the series' own step, 0.5
+    back = baselines.regridded_collection(timed, grid)
+    same = baselines.regridded_collection(baselines.timed_series_of(dropped, times=times), grid)  # arrays and times
+    np.testing.assert_allclose(back, same, rtol=1e-5, atol=1e-5)  # the dataset's float32 values, in the file's units
+    kept = [np.flatnonzero(~np.isnan(x).all(1)) for x in dropped]
+    for k in range(5):  # at the kept steps the regridded series is the series itself
+        np.testing.assert_allclose(back[k][:, kept[k]], series[k][kept[k]].T, rtol=1e-5, atol=1e-5)
+    assert len(baselines.regular_grid([(np.array([0.0, 1e-9, 1.0]), np.zeros((3, 1)))])) == baselines.REGRID_MAX_LENGTH
+
+
+def test_regridded_minirocket_equals_minirocket_on_regular_equal_length_series():
+    pytest.importorskip("aeon")
+    (a, ya), (b, _) = _waves(12, 0, lengths=(30, 31)), _waves(8, 1, lengths=(30, 31))
+    got = baselines.regridded_minirocket(a, b, labels=ya, seed=3, n_kernels=84 * 4)
+    assert np.array_equal(got, baselines.minirocket(a, b, labels=ya, seed=3, n_kernels=84 * 4))
+
+
+def test_regridded_minirocket_reads_times_that_the_order_of_steps_hides():
+    """Two classes of a sine, 3 cycles per unit of time over [0, 1] or 4.5 over [0, 2/3], each series observed at 25-34
+    random times of its own: in step order both show 3 cycles (MiniRocket on the kept steps: 0.35 here, chance), by
+    their times they differ. Steps given out of time order are sorted; lengths differ; one series has 1 kept step."""
+    pytest.importorskip("aeon")
+    rng = np.random.default_rng(7)
+
+    def make(n):
+        xs, ts = [], []
+        for i in range(n):
+            f, span = ((3.0, 1.0), (4.5, 2 / 3))[i % 2]
+            t = np.sort(rng.uniform(0, span, int(rng.integers(25, 35))))
+            xs.append(np.stack([np.sin(2 * np.pi * f * t), np.cos(2 * np.pi * f * t)], 1))
+            ts.append(t)
+        return xs, ts, np.arange(n) % 2
+
+    (a, ta, ya), (b, tb, yb) = make(30), make(20)
+    assert (baselines.minirocket(a, b, labels=ya, seed=0, n_kernels=84 * 4) == yb).mean() <= 0.7  # the order hides it
+    a[2], ta[2] = a[2][:1], ta[2][:1]  # a single kept step
+    shuffle = rng.permutation(len(a[1]))
+    a[1], ta[1] = a[1][shuffle], ta[1][shuffle]  # out of time order
+    pred = baselines.regridded_minirocket(a, b, labels=ya, train_times=ta, test_times=tb, seed=0, n_kernels=84 * 4)
+    assert (pred == yb).mean() >= 0.9
+
+
+def test_regridded_minirocket_refuses_what_it_cannot_regrid():
+    import pandas as pd
+
+    from romae import from_long
+
+    x, y = [np.zeros((5, 2)), np.ones((4, 2))], np.array([0, 1])
+    fn = baselines.regridded_minirocket
+    cases = [
+        (dict(train_times=[np.arange(5)]), r"training series: 1 arrays of times for 2 series"),
+        (dict(train_times=[np.arange(4), np.arange(4)]), r"training series 0: times of shape \[4\] for 5 steps"),
+        (dict(train_times=[np.arange(5.0), np.array([0, np.nan, 2, 3])]),
+         r"training series 1: the time of kept step 1 is nan, not finite"),
+        (dict(train_times=[np.arange(5), np.array([0, 1, 1, 3])]), r"training series 1: two kept steps at time 1"),
+        (dict(train_times=[np.arange(5), np.array(list("abcd"))]), r"training series 1: times must be real numbers"),
+        (dict(train_times=[np.arange(5), np.arange(4) + 0j]), r"training series 1: times must be real numbers"),
+        (dict(length=3), r"length must be a whole number of grid points >= 9 .* got 3"),
+        (dict(length=True), r"length must be .* got True"),
+        (dict(length=12.5), r"length must be .* got 12.5"),
+        (dict(labels=np.array([0, 1, 0])), r"regridded_minirocket: 3 training labels for 2 training series"),
+    ]
+    for kwargs, message in cases:
+        kwargs = dict(labels=y) | kwargs
+        with pytest.raises((ValueError, TypeError), match=message):
+            fn(x, x, **kwargs)
+    with pytest.raises(ValueError, match="training series have 2 channels, test series 1"):
+        fn(x, [z[:, :1] for z in x], labels=y)
+    with pytest.raises(ValueError, match="test series 1: a step is partly missing"):
+        fn(x, [x[0], np.array([[1.0, np.nan], [2.0, 3.0]])], labels=y)
+    with pytest.raises(ValueError, match="training series 1 has no observed step"):
+        fn([x[0], np.full((3, 2), np.nan)], x, labels=y)
+    with pytest.raises(ValueError, match="training series 0 holds an infinite value"):
+        fn([np.array([[np.inf, 0.0]] * 3), x[1]], x, labels=y)
+    with pytest.raises(ValueError, match="no training series"):
+        fn([], x, labels=np.array([]))
+    data = from_sequences(x, labels=["a", "b"])
+    with pytest.raises(ValueError, match="a dataset carries its own times"):
+        fn(data, x, train_times=[np.arange(5), np.arange(4)])
+    long = pd.DataFrame(dict(id=[0, 0, 1, 1], t=[0.0, 1.0, 0.0, 2.0], v=["p", "q", "p", "q"], x=[1.0, 2.0, 3.0, 4.0],
+                             y=["a", "a", "b", "b"]))
+    table = from_long(long, id="id", time="t", variable="v", value="x", label="y")  # positions (time, variable)
+    with pytest.raises(ValueError, match=r"needs one time per token .* shape \[2, 2, 2\] .*from_long"):
+        fn(table, table)

@@ -52,6 +52,43 @@ def test_readme_names_both_commands():
     assert "make test" in text and "make reproduce" in text
 
 
+def quick_start() -> str:
+    section = README.read_text().split("## The paper's claims at a glance", 1)[0]
+    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+
+
+def test_commands_and_quick_start_come_first():
+    """The commands and the quick start are on the first screen, before the claims table (issue 53)."""
+    lines = README.read_text().splitlines()
+    claims = next(i for i, ln in enumerate(lines) if ln.startswith("## The paper's claims"))
+    first = "\n".join(lines[:40])
+    assert claims > 30 and all(c in first for c in ("make test", "make reproduce", "make lab", "from_sequences("))
+    assert len([ln for ln in quick_start().splitlines() if not ln.startswith("from ")]) == 3
+
+
+def test_quick_start_runs_on_series_of_different_lengths(capsys):
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+
+    def make(n):  # two classes of 2-channel series, 12-30 irregular steps, a few missing values
+        out, ts, ys = [], [], []
+        for i in range(n):
+            t = np.sort(rng.uniform(0, 10, rng.integers(12, 31)))
+            f = 1.0 if i % 2 else 2.5
+            x = np.stack([np.sin(f * t), np.cos(f * t)], 1) + 0.1 * rng.standard_normal((len(t), 2))
+            x[rng.random(len(t)) < 0.05, 0] = np.nan
+            out.append(x), ts.append(t), ys.append("slow" if i % 2 else "fast")
+        return out, ts, ys
+
+    series, times, labels = make(40)
+    new, _, _ = make(6)
+    code = quick_start().replace("epochs=20", "epochs=2")
+    exec(compile(code, str(README), "exec"), dict(series=series, times=times, labels=labels, new=new))
+    printed = capsys.readouterr().out
+    assert re.search(r"\[('(slow|fast)',? ?){6}\]", printed.replace("\n", " ")), printed[-500:]
+
+
 def test_guide_classification_example_runs_and_classifies(capsys):
     from romae.data import catalog
 

@@ -192,3 +192,40 @@ def test_derived_check_of_figure_2(tmp_path):
     summary = build_summary(tmp_path)
     row = summary[(summary.setting == "(0, 100)") & (summary.metric == "edge_over_interior")]
     assert row.ours.tolist() == [8.0] and row.status.tolist() == ["claim holds"]
+
+
+# ----------------------------------------------------------------------------- runs that make reproduce did not start
+
+def test_a_run_by_hand_writes_to_runs_interactive_and_says_so(monkeypatch, capsys, tmp_path):
+    """Without a reports folder named (make reproduce names its staging folder, the tests ROMAE_REPORTS), a kernel's
+    tables, figures and rows go to the git-ignored runs/interactive/, said once; never into reports/ (issue 53)."""
+    from romae.compendium import settings
+
+    scratch = tmp_path / "interactive"
+    monkeypatch.setattr(settings, "SCRATCH", scratch)
+    monkeypatch.setattr(settings, "_TOLD", [])
+    monkeypatch.delenv("ROMAE_REPORTS", raising=False)
+    before = {p: p.stat().st_mtime_ns for p in report.REPORTS.rglob("*") if p.is_file()}
+    report.save_table(pd.DataFrame({"a": [1.0]}), "table_by_hand")
+    report.record(ROW["experiment"], ROW["setting"], ROW["metric"], 1.0, profile="smoke", scale={})
+    assert (scratch / "tables" / "table_by_hand.csv").exists() and (scratch / "results.csv").exists()
+    said = capsys.readouterr().out
+    assert said.count("runs/interactive/") == 1 and "reports/ stays as committed" in said
+    assert {p: p.stat().st_mtime_ns for p in report.REPORTS.rglob("*") if p.is_file()} == before
+    assert settings.reports_folder(tmp_path / "named") == tmp_path / "named"  # make reproduce's staging folder
+    monkeypatch.setenv("ROMAE_REPORTS", str(tmp_path / "tests"))
+    assert settings.reports_folder() == tmp_path / "tests"
+    ignored = subprocess.run(["git", "check-ignore", "-q", "runs/interactive/tables/x.csv"], cwd=report.ROOT)
+    assert ignored.returncode == 0
+
+
+@pytest.mark.parametrize("env, said", [({}, True), ({"ROMAE_REPORTS": "/tmp/x"}, False),
+                                       ({"ROMAE_STOP_FILE": "/tmp/stop"}, False)])
+def test_a_kernel_says_where_its_artefacts_go_first(env, said):
+    """In a kernel started by hand the compendium's import says it (the run's first output); in make reproduce's
+    kernels (ROMAE_STOP_FILE) and the tests' (ROMAE_REPORTS) it does not."""
+    code = "import sys; sys.modules.setdefault('ipykernel', sys); import romae.compendium"
+    clean = {k: v for k, v in os.environ.items() if k not in ("ROMAE_REPORTS", "ROMAE_STOP_FILE")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**clean, **env},
+                         timeout=120).stdout
+    assert ("runs/interactive/" in out) == said, out

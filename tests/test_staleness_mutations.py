@@ -261,9 +261,9 @@ NEUTRAL = [
          edits=[("experiments/pendulum.py", "raise ValueError(f\"head must be 'tokens' or 'cls', got {self.head!r}\")",
                  "raise ValueError(f\"head is 'tokens' or 'cls', not {self.head!r}\")")]),
     dict(name="compendium_report_docstring_reworded",
-         edits=[("compendium/report.py", '"""Save a matplotlib figure as reports/figures/<name>.png (name = the paper '
-                                         'artefact id); only the',
-                 '"""Write a matplotlib figure to reports/figures/<name>.png (name: the paper\'s artefact id); only the')]),
+         edits=[("compendium/report.py", '"""Save a matplotlib figure as <folder>/figures/<name>.png (name = the paper '
+                                         'artefact id;',
+                 '"""Write a matplotlib figure to <folder>/figures/<name>.png (name: the paper\'s artefact id;')]),
     # messages of exceptions made to be raised later, and an assert message added (issue 51 marks them)
     dict(name="engine_returned_error_message_reworded",
          edits=[("engine.py", 'return RuntimeError(f"non-finite training loss {value} at step {step}; nothing was '

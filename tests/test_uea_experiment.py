@@ -101,7 +101,8 @@ def test_runs_unchanged_on_an_unseen_unequal_length_dataset(tmp_path):
     assert lengths.min() < lengths.max()  # unequal after the drop
     rows = pd.read_csv(tmp_path / "reports" / "results.csv")
     baseline = rows[rows.setting.str.endswith("(baseline)")]
-    assert set(baseline.setting) == {f"Toy, {labels}{model} (baseline)" for model in ("1-NN DTW", "MiniRocket")
+    assert set(baseline.setting) == {f"Toy, {labels}{model} (baseline)"
+                                     for model in ("1-NN DTW", "MiniRocket", "regridded MiniRocket")
                                      for labels in ("", "2 labelled per class, ")}
     assert baseline.note.str.contains("same 12 test series as RoMAE").all()
     rows = rows[~rows.setting.str.endswith("(baseline)")]
@@ -118,6 +119,9 @@ def test_runs_unchanged_on_an_unseen_unequal_length_dataset(tmp_path):
     assert "1-NN DTW (ours, baseline)" in table.index and "majority class (ours, baseline)" in table.index
     b = res["baselines"]
     assert table.loc["1-NN DTW (ours, baseline)", "Toy"] == b[(b.model == "1-NN DTW") & (b.labels == "all labels")].accuracy.iloc[0]
+    regridded = b[(b.model == "regridded MiniRocket") & (b.labels == "all labels")].accuracy
+    assert table.loc["regridded MiniRocket (ours, baseline, mean of 1 seeds)", "Toy"] == regridded.mean()
+    assert f"regridded MiniRocket {U.spread(regridded)}" in U.reading(res)[0]
     # every row carries its facts; the pair's rows carry the verdict of the paired difference
     for r in rows.itertuples():
         fields = json.loads(r.scale)
@@ -275,8 +279,9 @@ def test_basicmotions_baselines_on_the_dropped_test_series(data_root):
     assert every["majority class"] == 0.25  # four balanced classes
     scarce = base[(base.labels == "2 labelled per class") & (base.model == "1-NN DTW")]
     assert list(scarce.seed) == [69, 84, 1066] and (scarce.n_labelled == 8).all()
-    rocket = base[base.model == "MiniRocket"]  # one run per seed (its kernels), all labels and label-scarce
-    assert list(rocket.seed) == [69, 84, 1066] * 2 and (rocket.accuracy > 0.25).all()
+    for model in ("MiniRocket", "regridded MiniRocket"):  # one run per seed (its kernels), all labels and label-scarce
+        rocket = base[base.model == model]
+        assert list(rocket.seed) == [69, 84, 1066] * 2 and (rocket.accuracy > 0.25).all(), model
 
 
 def test_the_reading_says_plainly_where_a_baseline_beats_romae_with_the_same_labels():

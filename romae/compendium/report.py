@@ -1,9 +1,14 @@
 """Every artefact of the compendium goes through here: figures, tables, result rows.
 
-    save_figure(fig, "fig2_position_range")            -> reports/figures/fig2_position_range.png
-    save_table(df, "table1_position_reconstruction")   -> reports/tables/<name>.csv + .md
+    save_figure(fig, "fig2_position_range")            -> <folder>/figures/fig2_position_range.png
+    save_table(df, "table1_position_reconstruction")   -> <folder>/tables/<name>.csv + .md
     record("table1_position_reconstruction", "tiny, with [CLS]", "mse", 0.05, ours_std=0.01,
-           n_seeds=5, profile="quick")                 -> a row of reports/results.csv
+           n_seeds=5, profile="quick")                 -> a row of <folder>/results.csv
+
+<folder> is `reports_dir` when given (`make reproduce` gives each notebook a staging folder and publishes it into
+reports/ when the notebook succeeds), else the ROMAE_REPORTS setting, else runs/interactive/ (git-ignored;
+`romae.compendium.settings.reports_folder`): a kernel started by hand (JupyterLab, nbconvert, papermill) never
+writes into the committed reports/.
 
 The summary (reports/summary.csv + reports/SUMMARY.md) is built from these rows by the runner
 (`romae.runner.summary.build_summary`); the verdicts a row gets are `romae.compendium.verdicts`', the
@@ -11,8 +16,8 @@ statistics behind them `romae.compendium.stats`' (both re-exported here: `report
 `report.row_status`, ... keep working).
 
 Paths are built from the repository root, never from the working directory (papermill, nbval and
-JupyterLab start kernels in different folders). A different reports folder is passed explicitly as
-`reports_dir`, or named once by the ROMAE_REPORTS setting (as ROMAE_DATA names the data folder).
+JupyterLab start kernels in different folders). `reports_path` is the published folder the runner reads and
+writes (reports/, or the one `--reports` or ROMAE_REPORTS names).
 
 The paper's numbers come only from `romae/reference/paper_values.csv`; our numbers only from
 `record` calls made by code that computed them.
@@ -33,6 +38,7 @@ import torch
 from .. import runtime
 from ..runtime import device_label  # the library's; re-exported for notebooks and the runner
 from ..data import files
+from . import settings
 from .reference import paper_values
 # the statistics and the verdicts live in their own modules; notebooks call them through here
 from .stats import (LEVEL, _OLD_RULE, ERRATIC_STEP, SPIKE_FACTOR, _difference_verdict,  # noqa: F401
@@ -51,9 +57,9 @@ PROFILE_RANK = {"paper": 0, "quick": 1, "smoke": 2}  # best available first in t
 
 
 def reports_path(reports_dir: str | Path | None = None) -> Path:
-    """The reports folder: `reports_dir` if given (non-empty), else the ROMAE_REPORTS setting if set,
-    else <repo>/reports. (The test suite points ROMAE_REPORTS at a scratch folder, so nbval's smoke
-    runs never overwrite the committed reports.)"""
+    """The published reports folder (the runner's): `reports_dir` if given (non-empty), else the ROMAE_REPORTS
+    setting if set, else <repo>/reports. (The test suite points ROMAE_REPORTS at a scratch folder, so nbval's smoke
+    runs never overwrite the committed reports.) A kernel's artefacts go where `settings.reports_folder` says."""
     if reports_dir:
         return Path(reports_dir)
     return Path(os.environ["ROMAE_REPORTS"]) if os.environ.get("ROMAE_REPORTS") else REPORTS
@@ -80,9 +86,9 @@ def writer() -> bool:
 
 
 def save_figure(fig, name: str, reports_dir: str | Path | None = None, dpi: int = 150) -> Path:
-    """Save a matplotlib figure as reports/figures/<name>.png (name = the paper artefact id); only the
-    main process of a distributed run writes."""
-    path = reports_path(reports_dir) / "figures" / f"{name}.png"
+    """Save a matplotlib figure as <folder>/figures/<name>.png (name = the paper artefact id; <folder>: the module
+    docstring); only the main process of a distributed run writes."""
+    path = settings.reports_folder(reports_dir) / "figures" / f"{name}.png"
     if not writer():
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -91,8 +97,8 @@ def save_figure(fig, name: str, reports_dir: str | Path | None = None, dpi: int 
 
 
 def save_table(df: pd.DataFrame, name: str, reports_dir: str | Path | None = None) -> tuple[Path, Path]:
-    """Save a table as reports/tables/<name>.csv and a Markdown twin <name>.md (main process only)."""
-    folder = reports_path(reports_dir) / "tables"
+    """Save a table as <folder>/tables/<name>.csv and a Markdown twin <name>.md (main process only)."""
+    folder = settings.reports_folder(reports_dir) / "tables"
     csv, md = folder / f"{name}.csv", folder / f"{name}.md"
     if not writer():
         return csv, md
@@ -119,7 +125,7 @@ def record(experiment: str, setting: str, metric: str, ours: float, *, profile: 
            ours_std: float | None = None, n_seeds: int = 1, device: str | None = None, note: str = "",
            learned: dict | None = None, losses=None, interval: dict | None = None,
            reports_dir: str | Path | None = None) -> dict:
-    """Add (or replace) one result row in reports/results.csv, keyed by (experiment, setting, metric, profile);
+    """Add (or replace) one result row in <folder>/results.csv (the module docstring), keyed by (experiment, setting, metric, profile);
     in a distributed run only the main process writes (every process gets the row back).
 
     `scale`: `report.scale(...)`, the facts the row's qualifiers come from (`{}` for a number that is not a
@@ -147,7 +153,7 @@ def record(experiment: str, setting: str, metric: str, ours: float, *, profile: 
                learned=None if learned is None else json.dumps(learned), flags=flags or None,
                interval=None if interval is None else json.dumps(_interval_of(interval)))
     if writer():  # one writer in a distributed run
-        upsert_results(pd.DataFrame([row]), reports_path(reports_dir) / "results.csv")
+        upsert_results(pd.DataFrame([row]), settings.reports_folder(reports_dir) / "results.csv")
     return row
 
 

@@ -4,6 +4,7 @@ installed into the library by `romae.compendium` on import, so every `fit` of an
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from ..runtime import Runtime
 
@@ -42,3 +43,41 @@ def catch_stop_signals() -> None:
     for name in runtime.STOP_SIGNALS:
         if hasattr(signal, name):
             signal.signal(getattr(signal, name), runtime._on_signal)
+
+
+# ----------------------------------------------------------------------------- where a run's artefacts go
+
+SCRATCH = Path(__file__).resolve().parents[2] / "runs" / "interactive"  # git-ignored (/runs/)
+_TOLD: list[Path] = []
+
+
+def reports_folder(reports_dir: str | Path | None = None) -> Path:
+    """Where this process writes its tables, figures and result rows: `reports_dir` if given (`make reproduce` gives
+    each notebook its staging folder and publishes from there), else the ROMAE_REPORTS setting if set (the test
+    suite's scratch folder), else `SCRATCH`: a run that `make reproduce` did not start (JupyterLab, nbconvert,
+    papermill or a script by hand) never changes the committed reports/ (said once, `tell_destination`)."""
+    if reports_dir:
+        return Path(reports_dir)
+    if os.environ.get("ROMAE_REPORTS", "").strip():
+        return Path(os.environ["ROMAE_REPORTS"])
+    tell_destination()
+    return SCRATCH
+
+
+def tell_destination() -> None:
+    """Say once per process that its artefacts go to `SCRATCH`, not to reports/."""
+    if _TOLD:
+        return
+    _TOLD.append(SCRATCH)
+    print(f"An interactive run (not `make reproduce`): its tables, figures and result rows go to runs/interactive/ "
+          f"({SCRATCH}, git-ignored); reports/ stays as committed. Only `make reproduce` publishes.", flush=True)
+
+
+def tell_if_interactive() -> None:
+    """In a notebook kernel that `make reproduce` and the test suite did not start (JupyterLab, nbconvert, papermill by
+    hand), say where its artefacts go as soon as the compendium is imported: the run's first output."""
+    import sys
+
+    started = any(os.environ.get(k, "").strip() for k in ("ROMAE_REPORTS", "ROMAE_STOP_FILE"))
+    if "ipykernel" in sys.modules and not started:
+        tell_destination()

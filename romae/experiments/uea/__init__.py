@@ -20,8 +20,9 @@ is the same on every machine; the time it will take on this one is measured and 
 The notebook's parameters `drop`, `encoder`, `labels_per_class` and `dropout_at` change the protocol
 (`overrides`, checked before a kernel starts); each dataset's protocol, and why it is that one, is printed
 first (`protocol`). Beside RoMAE, every dataset is scored with simple standard baselines on exactly the test
-series RoMAE is scored on (`baseline_scores`: 1-nearest-neighbour DTW and MiniRocket, `romae.baselines`, with all
-labels and with the label-scarce pair's labelled series; the majority class), recorded and put into the table.
+series RoMAE is scored on (`baseline_scores`: 1-nearest-neighbour DTW, MiniRocket on the kept steps and MiniRocket
+on the kept steps regridded by their times, `romae.baselines`, with all labels and with the label-scarce pair's
+labelled series; the majority class), recorded and put into the table.
 """
 
 from __future__ import annotations

@@ -70,7 +70,8 @@ def plot_accuracy(res: dict):
             base = res["results"][name].get("baselines")
             if base is not None:  # the baselines with the same labelled series, on the same test series
                 labels = variant.split(", ", 1)[1] if ", " in variant else "all labels"
-                for model, colour, style in (("1-NN DTW", "tab:red", ":"), ("MiniRocket", "tab:purple", "--")):
+                for model, colour, style in (("1-NN DTW", "tab:red", ":"), ("MiniRocket", "tab:purple", "--"),
+                                             ("regridded MiniRocket", "tab:green", "-.")):
                     b = base[(base.model == model) & (base.labels == labels)]
                     if len(b):
                         ax.hlines(b.accuracy.mean(), x0 + k - 0.4, x0 + k + 0.4, colors=colour, linestyles=style,

@@ -1,4 +1,5 @@
-"""The standard baselines scored on RoMAE's test series (1-NN DTW, MiniRocket, the majority class)."""
+"""The standard baselines scored on RoMAE's test series (1-NN DTW, MiniRocket, regridded MiniRocket, the majority
+class)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ def baseline_scores(data: dict, cfg: UEARun) -> pd.DataFrame:
     """Simple standard baselines on exactly the test series RoMAE is scored on (after the drop, and thinning if
     planned): 1-nearest-neighbour DTW (`romae.baselines.nn1_dtw`: dependent DTW over the kept steps in the file's
     units, Sakoe-Chiba band of BASELINE_WINDOW) with every training series labelled and, for each label-scarce
-    budget, with the labelled series of each seed (`labelled_index`); and the most frequent training class.
+    budget, with the labelled series of each seed (`labelled_index`); MiniRocket on the kept steps and on the kept
+    steps regridded by their times (`minirocket_rows`); and the most frequent training class.
     -> rows: model, labels, seed (None where no seed is involved), n_labelled, accuracy, macro_f1, seconds."""
     train, test = data["train"], data["test"]
     y, truth = train.tensors["labels"].numpy(), test.tensors["labels"].numpy()
@@ -45,21 +47,29 @@ def baseline_scores(data: dict, cfg: UEARun) -> pd.DataFrame:
     return pd.DataFrame(rows).astype({"seed": "Int64"})
 
 
+ROCKETS = {  # model -> romae.baselines function: the kept steps in order, or interpolated by their times
+    "MiniRocket": baselines.minirocket,
+    "regridded MiniRocket": baselines.regridded_minirocket,
+}
+
+
 def minirocket_rows(train, test, cfg: UEARun, row) -> list[dict]:
-    """MiniRocket (`romae.baselines.minirocket`, aeon's; the same kept steps in the file's units, padded at their ends
-    to one length) with every training series labelled, once per seed (the seed draws its kernels), and for each
-    label-scarce budget with the labelled series of each seed (`labelled_index`)."""
+    """Each of ROCKETS (aeon's MiniRocket on the same kept steps in the file's units: `romae.baselines.minirocket`
+    pads them at their ends to one length, `regridded_minirocket` interpolates them by their true times onto one
+    regular grid, the file's own step) with every training series labelled, once per seed (the seed draws its
+    kernels), and for each label-scarce budget with the labelled series of each seed (`labelled_index`)."""
     y = train.tensors["labels"].numpy()
     out = []
-    for seed in cfg.seeds:
-        t0 = time.perf_counter()
-        pred = baselines.minirocket(train, test, labels=y, seed=seed)
-        out.append(row("MiniRocket", "all labels", seed, len(y), pred, time.perf_counter() - t0))
-    for k in cfg.label_budgets:
+    for model, fn in ROCKETS.items():
         for seed in cfg.seeds:
-            idx = labelled_index(train, k, seed)
-            out.append(row("MiniRocket", f"{k} labelled per class", seed, len(idx),
-                           baselines.minirocket(train.subset(idx), test, seed=seed)))
+            t0 = time.perf_counter()
+            pred = fn(train, test, labels=y, seed=seed)
+            out.append(row(model, "all labels", seed, len(y), pred, time.perf_counter() - t0))
+        for k in cfg.label_budgets:
+            for seed in cfg.seeds:
+                idx = labelled_index(train, k, seed)
+                pred = fn(train.subset(idx), test, seed=seed)
+                out.append(row(model, f"{k} labelled per class", seed, len(idx), pred))
     return out
 
 
@@ -68,6 +78,10 @@ BASELINE_MODELS = {  # model -> how record_baselines describes it in a results.c
                 "{window} of the longer series (romae.baselines)",
     "MiniRocket": "MiniRocket (aeon {aeon}, 10,000 kernels, ridge classifier; romae.baselines.minirocket) over the "
                   "kept steps in the file's units, each series padded at its end with its last step",
+    "regridded MiniRocket": "MiniRocket (aeon {aeon}, 10,000 kernels, ridge classifier; "
+                            "romae.baselines.regridded_minirocket) over the kept steps in the file's units, linearly "
+                            "interpolated by their true times onto one regular grid (the smallest gap between kept "
+                            "steps: the file's own step), each series held at its end values beyond them",
 }
 
 

@@ -15,8 +15,8 @@ from .profiles import EXPERIMENT, UEARun, PROFILES
 def reading(res: dict) -> list[str]:
     """One sentence per dataset that ran: the pre-trained RoMAE's accuracy (mean +- std over seeds, `spread`)
     against the paper's, the best published peer's, the same classifier's trained from scratch (all labels: the
-    control for the claim that pre-training helps) and the baselines' (1-NN DTW, MiniRocket) on the same test series,
-    saying plainly when RoMAE's mean is below the better baseline's."""
+    control for the claim that pre-training helps) and the baselines' (1-NN DTW, MiniRocket on the kept steps and
+    regridded by their times) on the same test series, saying plainly when RoMAE's mean is below the best baseline's."""
     peers = pd.DataFrame(peer_values(EXPERIMENT))
     out = []
     for name, r in res["results"].items():
@@ -30,11 +30,13 @@ def reading(res: dict) -> list[str]:
         kind = f", {runtime.DRY_LABEL}" if r["data"]["generated"] else ""
         b = r["baselines"]
         dtw = b[(b.model == "1-NN DTW") & (b.labels == "all labels")].accuracy.iloc[0]
-        rocket = b[(b.model == "MiniRocket") & (b.labels == "all labels")].accuracy
+        rockets = {m: b[(b.model == m) & (b.labels == "all labels")].accuracy
+                   for m in ("MiniRocket", "regridded MiniRocket")}
+        rockets = {m: acc for m, acc in rockets.items() if len(acc)}
         scratch = f[f.variant == "from scratch"].accuracy
         control = f"; trained from scratch {spread(scratch)}" if len(scratch) else ""
-        mr = f", MiniRocket {spread(rocket)}" if len(rocket) else ""
-        best = max([("1-NN DTW", dtw)] + ([("MiniRocket", rocket.mean())] if len(rocket) else []), key=lambda x: x[1])
+        mr = "".join(f", {m} {spread(acc)}" for m, acc in rockets.items())
+        best = max([("1-NN DTW", dtw)] + [(m, acc.mean()) for m, acc in rockets.items()], key=lambda x: x[1])
         plain = (f" RoMAE's mean is below {best[0]}'s ({ours.mean():.4f} < {best[1]:.4f}): on this set the simpler "
                  f"method is at least as good." if len(ours) and ours.mean() < best[1] else "")
         out.append(f"{name} ({res['profile']}{kind}): pre-trained RoMAE {spread(ours)} against {ref}{peer}"
