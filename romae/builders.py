@@ -111,10 +111,12 @@ class Standardizer:
 class TokenDataset(ArrayDataset):
     """Tokens with what built them: values [B, N, C], positions [B, A, N], pad_mask [B, N], labels [B].
 
-    Attributes: `labels` (the labels tensor [B], or None; as image datasets have them, e.g.
-    `metrics.accuracy(test.labels, predict(model, test))`), `standardizer` (or None; the inputs' statistics),
+    Attributes: `labels` (the labels [B], or None; as image datasets have them, e.g.
+    `metrics.accuracy(test.labels, predict(model, test))`; regression targets always in their own units, as
+    `predict` and the baselines give them), `standardizer` (or None; the inputs' statistics),
     `target_standardizer` (or None; the regression targets' training mean and std when built with
-    `standardize_targets=True`: `labels` then hold standardised targets and `romae.train.predict` maps outputs back),
+    `standardize_targets=True`: `tensors["labels"]`, what the model trains on, then hold standardised targets and
+    `romae.train.predict` maps outputs back),
     `classes` (class names, index = label; None for regression targets), `variables` (from_long: names, index = the
     position on axis 1), `ids` (sample ids, in order).
     """
@@ -125,7 +127,9 @@ class TokenDataset(ArrayDataset):
         super().__init__(**tensors)
         self.standardizer, self.classes, self.variables, self.ids = standardizer, classes, variables, ids
         self.target_standardizer = target_standardizer
-        self.labels = self.tensors.get("labels")  # [B] (or None), as image datasets have them: test.labels
+        labels, t = self.tensors.get("labels"), target_standardizer  # test.labels, as image datasets have them,
+        self.labels = labels if labels is None or t is None else (  # regression targets in their own units
+            labels.double() * torch.as_tensor(t.std).reshape(-1) + torch.as_tensor(t.mean).reshape(-1)).float()
 
     @property
     def token_dim(self) -> int:

@@ -153,3 +153,20 @@ def test_a_drop_that_leaves_series_of_fewer_than_3_steps_warns():
         warnings.simplefilter("error")
         from_sequences(values, labels=labels, drop=0.5)  # 10 of 20 kept: no warning
         from_sequences([v[:2] for v in values], labels=labels)  # short from the start, not by drop: no warning
+
+
+def test_labels_of_regression_targets_are_in_their_own_units():
+    """`test.labels` scores against `predict` and the baselines, which give the targets' own units, also when the
+    model trains on standardised targets (`tensors["labels"]`)."""
+    import numpy as np
+
+    from romae import baselines, from_sequences, metrics
+
+    series = [np.sin(np.linspace(0, 6, 20) + i)[:, None] for i in range(12)]
+    y = np.linspace(100.0, 200.0, 12)
+    for standardize in (False, True):
+        train = from_sequences(series, labels=y, standardize_targets=standardize)
+        test = from_sequences(series[:4], labels=y[:4], like=train)
+        assert np.allclose(test.labels.numpy(), y[:4], rtol=1e-6) and np.allclose(train.labels.numpy(), y, rtol=1e-6)
+        assert metrics.mse(test.labels, baselines.nn1_dtw(train, test)) < 1e-6  # the same series: exact neighbours
+    assert abs(float(train.tensors["labels"].mean())) < 1e-6  # what the model trains on stays standardised

@@ -6,56 +6,79 @@ The server keeps JupyterLab's token (the URL it prints carries it; never an open
 environment, ROMAE_DATA included. A notebook run there writes its tables, figures and result rows to runs/interactive/
 (`romae.compendium.settings.reports_folder`), never into the committed reports/: only `make reproduce` publishes.
 
-Saving one of the compendium's numbered notebooks there keeps its code and prose, not its outputs and the metadata a
+Saving one of the compendium's committed notebooks there keeps its code and prose, not its outputs and the metadata a
 kernel adds (`strip_on_save`, JupyterLab's pre-save hook, nbstripout's stripping): the file stays what git holds, so
-`git status` stays clean. Its figures and tables are in runs/interactive/. A notebook of your own keeps its outputs.
+`git status` stays clean. Its figures and tables are in runs/interactive/. A notebook of your own (a copy included)
+keeps its outputs.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
-NUMBERED = re.compile(r"^\d\d_[\w.-]+\.ipynb$")  # the compendium's series (notebooks/00_rope_theory.ipynb, ...)
 # what saving strips beside outputs and execution counts: nbstripout's defaults, and the metadata a kernel, papermill
 # and JupyterLab write into a notebook, which the committed notebooks do not carry
 EXTRA_KEYS = ["metadata.signature", "metadata.widgets", "cell.metadata.collapsed", "cell.metadata.ExecuteTime",
               "cell.metadata.execution", "cell.metadata.heading_collapsed", "cell.metadata.hidden",
-              "cell.metadata.scrolled", "metadata.papermill", "cell.metadata.papermill",
+              "cell.metadata.scrolled", "metadata.papermill", "cell.metadata.papermill", "cell.metadata.jupyter",
               *(f"metadata.language_info.{k}" for k in ("codemirror_mode", "file_extension", "mimetype",
                                                         "nbconvert_exporter", "pygments_lexer", "version"))]
 
 
+def committed(path: Path) -> bool:
+    """Whether `path` is one of the notebooks git holds (not a copy, not a notebook of your own)."""
+    path = Path(path).resolve()
+    try:
+        out = subprocess.run(["git", "-c", f"safe.directory={path.parent}", "-C", str(path.parent), "ls-files",
+                              "--error-unmatch", path.name], capture_output=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):  # no git: nothing is stripped
+        return False
+    return out.returncode == 0
+
+
 def strip_on_save(model: dict, path: str, contents_manager=None, **_) -> None:
-    """JupyterLab's pre-save hook (`make lab`): a numbered notebook (`NUMBERED`) is saved without outputs, execution
-    counts and the metadata in `EXTRA_KEYS` (nbstripout), cell ids kept: as committed."""
+    """JupyterLab's pre-save hook (`make lab`): a committed notebook (`committed`) is saved without outputs, execution
+    counts and the metadata in `EXTRA_KEYS` (nbstripout), cell ids kept: as git holds it."""
     import nbformat
     from nbstripout import strip_output
 
-    if model.get("type") != "notebook" or not NUMBERED.match(Path(path).name):
+    root = Path(getattr(contents_manager, "root_dir", None) or NOTEBOOKS)
+    if model.get("type") != "notebook" or not committed(root / path.lstrip("/")):
         return
     nb = nbformat.from_dict(model["content"])
     model["content"] = strip_output(nb, keep_output=False, keep_count=False, keep_id=True, extra_keys=EXTRA_KEYS)
 
 
-def command(extra: list[str] | None = None, root: Path = ROOT) -> list[str]:
-    """The JupyterLab command `make lab` runs: on 127.0.0.1, the notebooks folder as its root, the token kept."""
-    cmd = [sys.executable, "-m", "jupyter", "lab", "--ServerApp.ip=127.0.0.1", f"--ServerApp.root_dir={root / 'notebooks'}",
-           f"--ContentsManager.pre_save_hook={__name__}.strip_on_save"]
+PINNED = {"ip", "token", "password", "hashed_password", "allow_remote_access", "allow-remote-access"}  # make lab's
+
+
+def command(extra: list[str] | None = None, root: Path = ROOT, token: str | None = None) -> list[str]:
+    """The JupyterLab command `make lab` runs: on 127.0.0.1, the notebooks folder as its root, with a token (a fresh
+    one unless given; JupyterLab prints the URL that carries it). Arguments that would set the address or the token
+    are refused, and both are given last, over any configuration file."""
+    import secrets
+
+    extra = list(extra or [])
+    refused = [a for a in extra if a.startswith("-") and a.lstrip("-").split("=")[0].split(".")[-1].lower() in PINNED]
+    if refused:
+        raise SystemExit(f"make lab listens on 127.0.0.1 with a token; refused: {' '.join(refused)} "
+                         f"(run `jupyter lab` yourself to serve it otherwise)")
+    cmd = [sys.executable, "-m", "jupyter", "lab", f"--ServerApp.root_dir={root / 'notebooks'}",
+           f"--ContentsManager.pre_save_hook={__name__}.strip_on_save", *extra]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-root")  # a container's root user (JupyterLab refuses root otherwise)
-    extra = list(extra or [])
-    refused = [a for a in extra if a.split("=")[0] in ("--ip", "--ServerApp.ip") or "token=''" in a
-               or a.endswith(("token=", 'token=""'))]
-    if refused:
-        raise SystemExit(f"make lab listens on 127.0.0.1 with JupyterLab's token; refused: {' '.join(refused)} "
-                         f"(run `jupyter lab` yourself to serve it otherwise)")
-    return cmd + extra
+    return cmd + ["--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token or secrets.token_hex(24)}"]
+
+
+def environment() -> dict:
+    """The kernels' environment: this one, less the settings that make a run publish (ROMAE_REPORTS names a reports
+    folder; ROMAE_STOP_FILE marks a kernel of make reproduce): a run in make lab writes to runs/interactive/."""
+    return {k: v for k, v in os.environ.items() if k not in ("ROMAE_REPORTS", "ROMAE_STOP_FILE")}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -66,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
           f"runs/interactive/ (git-ignored): only `make reproduce` publishes into reports/; saving a numbered notebook keeps "
           f"its code and prose, not its outputs (git stays clean).", flush=True)
     try:
-        return subprocess.run(command(argv)).returncode
+        return subprocess.run(command(argv), env=environment()).returncode
     except KeyboardInterrupt:
         return 130
 
