@@ -34,6 +34,8 @@ BasicMotions after the 30 % drop (40 x 40 series of 70 steps x 6 channels) takes
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 BLOCK_BYTES = 64 * 2 ** 20  # the cost matrices of one block of pairs take at most about this much memory
@@ -370,6 +372,10 @@ def regular_grid(timed: list[tuple], length: int | None = None) -> np.ndarray:
     if length is None:
         gaps = [np.diff(t).min() for t, _ in timed if len(t) > 1]
         points = (last - first) / min(gaps) + 1 if gaps else 1  # only single-step series: a constant each
+        if points > REGRID_MAX_LENGTH:
+            warnings.warn(f"regridding: a regular grid at the smallest gap between kept steps ({min(gaps):.3g}) would "
+                          f"have {points:.0f} points over {last - first:.3g}; {REGRID_MAX_LENGTH} evenly spaced points "
+                          f"instead (a coarser step; `length=` sets the number)", stacklevel=3)
         length = int(round(min(max(points, MINIROCKET_MIN_LENGTH), REGRID_MAX_LENGTH)))
     return np.linspace(first, last, int(length))
 
@@ -390,9 +396,9 @@ def regridded_minirocket(train, test, labels=None, *, train_times=None, test_tim
                          n_jobs: int = 1) -> np.ndarray:
     """MiniRocket on irregular series put back on a regular grid, the baseline for series with dropped steps or real
     times: each series' kept steps, linearly interpolated by their true times onto one regular grid shared by the
-    training and the test series (`regular_grid`: from the earliest kept time to the latest, spaced by the smallest
-    gap between consecutive kept times, e.g. the file's own step for UEA series with steps dropped; `length` points
-    instead if given), then `minirocket`'s aeon MiniRocket (ridge classifier, or regressor for float targets).
+    training and the test series and drawn from the training series alone (`regular_grid`: from their earliest kept
+    time to their latest, spaced by the smallest gap between consecutive kept times, e.g. the file's own step for UEA
+    series with steps dropped; `length` points instead if given; a test series beyond it is cut to it), then `minirocket`'s aeon MiniRocket (ridge classifier, or regressor for float targets).
 
     `train`, `test`: TokenDatasets of 1-D positions (`from_sequences`: the positions are the times) or lists of arrays
     [T_i, C] (NaN rows: dropped steps) with `train_times` / `test_times` (one array [T_i] per series; default the
@@ -404,7 +410,7 @@ def regridded_minirocket(train, test, labels=None, *, train_times=None, test_tim
     a = timed_series_of(train, train_times, "training series", standardized)
     b = timed_series_of(test, test_times, "test series", standardized)
     _check_pair("regridded_minirocket", y, len(a), (a[0][1].shape[1], b[0][1].shape[1]))
-    grid = regular_grid(a + b, length)
+    grid = regular_grid(a, length)  # the training series' grid: the test series do not shape the features
     return _fit_predict(regridded_collection(a, grid), regridded_collection(b, grid), y, seed, n_kernels, n_jobs)
 
 
