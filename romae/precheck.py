@@ -45,8 +45,12 @@ def _token_shape(data) -> tuple[int | None, int | None]:
             dim = int(values.shape[-1])
         if axes is None and torch.is_tensor(positions) and positions.dim() == 3:
             axes = int(positions.shape[1])
-    ok = lambda v: isinstance(v, (int, np.integer)) and not isinstance(v, bool)  # noqa: E731
-    return (int(dim) if ok(dim) else None), (int(axes) if ok(axes) else None)
+    return _whole(dim), _whole(axes)
+
+
+def _whole(v) -> int | None:
+    """`v` as an int when it is a whole number (not a bool), else None."""
+    return int(v) if isinstance(v, (int, np.integer)) and not isinstance(v, bool) else None
 
 
 def before_fit(model, data, transform=None) -> None:
@@ -73,7 +77,7 @@ def before_fit(model, data, transform=None) -> None:
         return
     labels = _labels(data)
     declared = getattr(data, "n_classes", None)  # the builder's classes (TokenDataset, GridDataset), if any
-    declared = int(declared) if isinstance(declared, (int, np.integer)) and not isinstance(declared, bool) else None
+    declared = _whole(declared)
     if labels is None or labels.numel() == 0:
         return
     if cfg.task == "classification":
