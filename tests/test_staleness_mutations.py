@@ -108,6 +108,17 @@ PLANTS = [
     dict(name="builders_from_sequences_std_x1.001",
          edits=[("builders.py", "std = np.nanstd(obs, axis=0)", "std = 1.001 * np.nanstd(obs, axis=0)")],
          feeds={nb("12")}),
+    # TokenDataset.labels: regression targets back in their own units, the mean moved (executed and read by the
+    # builders workload: before it read `.labels`, this plant staled nothing)
+    dict(name="builders_labels_own_units_mean_x1.001",
+         edits=[("builders.py", "+ torch.as_tensor(t.mean).reshape(-1)).float()",
+                 "+ 1.001 * torch.as_tensor(t.mean).reshape(-1)).float()")],
+         feeds={nb("12")}),
+    # a workload that reads less (the instrument changed, not the code): its id moves, what it vouched for stales
+    dict(name="workloads_builders_reads_less",
+         edits=[("compendium/workloads.py", "[a.labels, d.labels, e.labels, e.tensors[\"labels\"]]",
+                 "[a.labels, d.labels]")],
+         feeds={nb("12")}),
     # a checkpoint's saved weights x0.999 (what a resumed training continues from)
     dict(name="checkpoint_save_weights_x0.999",
          edits=[("checkpoint.py", 'state = {k: v.detach().to("cpu", copy=True).contiguous() for',

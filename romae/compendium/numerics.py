@@ -7,9 +7,10 @@ the tolerances gets that one's id on any machine (another CPU's kernels round di
 unregistered vector gets an id from its rounded values (shown with '~'), and `python -m romae.numerics --register`
 adds it.
 
-`measure` runs the workloads in a fresh process under a line tracer (`workloads.py` run as a script, against this
-checkout or any other on PYTHONPATH: another commit's, a copy with a planted change): each workload's id and the
-lines of the package it executed, which is what lets the staleness rule mask those statements out of a unit's hash.
+`measure` runs the workloads in a fresh process under a line tracer (a package's own `workloads.py` run as a script,
+with that package on PYTHONPATH: this checkout, another commit's, a copy with a planted change; so a commit's ids are
+those its records hold, and a changed workload stales what it vouched for): each workload's id and the lines of the
+package it executed, which is what lets the staleness rule mask those statements out of a unit's hash.
 """
 
 from __future__ import annotations
@@ -96,9 +97,15 @@ def _state(package: Path, files) -> str:
     for rel in sorted(set(files)):
         f = Path(package) / rel
         h.update(rel.encode() + (f.read_bytes() if f.is_file() else b"<absent>"))
-    h.update(WORKLOADS_FILE.read_bytes() + Path(__file__).read_bytes()
+    h.update(_workloads(package).read_bytes() + Path(__file__).read_bytes()
              + (REGISTRY.read_bytes() if REGISTRY.exists() else b""))
     return h.hexdigest()[:20]
+
+
+def _workloads(package: Path) -> Path:
+    """The workloads a package is measured by: its own (a commit's ids are what its records hold), else ours."""
+    own = Path(package) / "compendium" / "workloads.py"
+    return own if own.is_file() else WORKLOADS_FILE
 
 
 def measure(package: Path | None = None) -> dict:
@@ -191,7 +198,7 @@ def _run(package: Path, paths: list[str], *flags: str, **env_extra: str) -> dict
     env.update(env_extra, **{IN_WORKLOAD: "1"})  # the kept results a workload makes are keyed without measuring
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "measured.json"
-        done = subprocess.run([sys.executable, str(WORKLOADS_FILE), "--paths", *paths, "--vectors", str(out), "--here",
+        done = subprocess.run([sys.executable, str(_workloads(package)), "--paths", *paths, "--vectors", str(out), "--here",
                                "--quiet", *flags], cwd=tmp, env=env, capture_output=True, text=True, timeout=1200)
         if done.returncode != 0:
             raise RuntimeError(f"the numerics workloads failed on {package}:\n{done.stderr[-3000:]}")

@@ -218,7 +218,10 @@ def work_builders() -> list:
     df = pd.DataFrame(dict(id=np.repeat([1, 2], 4), t=np.tile([0.0, 1.0, 2.5, 3.0], 2),
                            var=np.tile(["x", "y"], 4), v=rng.standard_normal(8)))
     c = from_long(df, id="id", time="t", variable="var", value="v")
-    return [dict(a.tensors), dict(b.tensors), dict(c.tensors)]
+    d = from_sequences(values, times, labels=[1.5, -2.0, 0.25], standardize_targets=True)
+    e = from_sequences(values[:2], times[:2], labels=[0.5, 3.0], like=d)
+    return [dict(a.tensors), dict(b.tensors), dict(c.tensors), dict(d.tensors),  # what the model sees, and `.labels`
+            [a.labels, d.labels, e.labels, e.tensors["labels"]]]  # (classes; regression targets in their own units)
 
 
 def work_images() -> list:
