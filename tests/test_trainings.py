@@ -143,8 +143,9 @@ def test_an_entry_of_other_numbers_is_stale_and_one_edited_by_hand_is_damaged(tm
     twin.write_text(json.dumps(dict(meta, config={"a": 2})))  # edited by hand: no longer what its key says
     assert trainings.table(tmp_path / "rec").state.iloc[0].startswith("damaged")
     assert trainings.load(twin.stem) == (False, None)  # never used
-    twin.write_text(json.dumps({k: v for k, v in meta.items() if k != "code_of"} | {"modules": ["model.py"]}))
-    assert trainings.table(tmp_path / "rec").state.iloc[0].startswith("stale: keyed by the bytes")
+    twin.write_text(json.dumps({k: v for k, v in meta.items() if k != "code_of"}))  # nothing says what code made it
+    assert trainings.table(tmp_path / "rec").state.iloc[0].startswith("stale: its code_of is not a record")
+    assert trainings.next_run(tmp_path / "rec", twin.stem).action == trainings.SET_ASIDE
     g = trainings.grouped(trainings.table(tmp_path / "rec"))
     assert g.loc[0, "trainings"] == 1 and g.loc[0, "stale"] == 1
 
@@ -282,10 +283,13 @@ def test_rows_name_the_device_their_kept_trainings_ran_on(tmp_path, monkeypatch)
     monkeypatch.setattr(trainings, "_DEVICES", {})
     here = report.device_label("cpu")
     assert report._device_column().startswith(f"{here}; ")  # nothing kept read: this device only
+    from romae.compendium import staleness
     from romae.compendium.cache import key_of
 
-    name = key_of("k", {}, "c")  # an entry's name is what its config and code hash to
-    trainings.save(name, {"x": torch.ones(1)}, {"config": {}, "code": "c"}, folder=tmp_path)
+    made_of = {"roots": [], "units": {}, "numbers": {}}  # the record of its code, and the code id it hashes to
+    code = staleness.code_id(made_of)
+    name = key_of("k", {}, code)  # an entry's name is what its config and code hash to
+    trainings.save(name, {"x": torch.ones(1)}, {"config": {}, "code": code, "code_of": made_of}, folder=tmp_path)
     assert trainings.devices() == [here]  # written here: still this device only
     assert report._device_column().startswith(f"{here}; ")
     twin = tmp_path / f"{name}.json"  # the same entry as if a GPU had written it

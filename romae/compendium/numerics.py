@@ -51,14 +51,6 @@ def _matches(a, b) -> bool:
     return a.keys() == b.keys() and all(_close(a[k], b[k], *((RTOL32, ATOL32) if k == "float32" else (RTOL, ATOL))) for k in a)
 
 
-def max_rel_diff(a, b) -> float:
-    """The largest relative difference between two vectors' entries (inf when their shapes differ)."""
-    a, b = _parts(a), _parts(b)
-    if a.keys() != b.keys() or any(len(a[k]) != len(b[k]) for k in a):
-        return float("inf")
-    return max((abs(x - y) / max(abs(x), abs(y), 1e-300) for k in a for x, y in zip(a[k], b[k])), default=0.0)
-
-
 def _rounded_id(v) -> str:
     digits = {k: ROUND if k == "float64" else ROUND - 2 for k in _parts(v)}
     text = json.dumps({k: [float(f"{x:.{digits[k]}g}") for x in xs] for k, xs in sorted(_parts(v).items())})

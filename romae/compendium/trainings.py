@@ -1,35 +1,22 @@
 """The committed record of finished trainings: what of a long run must outlive the machine it ran on.
 
-A paper-profile run on a small machine takes longer than one working session, and the next piece may start on a
-fresh clone that has only what was committed: the results cache (.cache/romae/) and the checkpoints (runs/) are
-gone. So every training of a paper run, once finished, is also written here, under <reports>/trainings/, as the
-results cache writes it (`romae.compendium.kept.kept`): <name>-<config hash>-<code hash>.pt with a .json twin
-that says, readably, what it is: its resolved config, the code key and the modules it hashes, the device, the
-wall time, the peak memory, the plan's estimate and the result's scalar numbers. The result is kept whole except
-its weights (a `state_dict` member), which are kept only when small (WEIGHTS_LIMIT: Pendulum's, not UEA's), so
-what a notebook needs afterwards, its evaluation, is kept as a result of its own beside the training
-(`pretrain_finetune`'s test predictions, notebook 15's evaluations), never recomputed from weights that are not
-there (`fit_cached(need_weights=True)` retrains where weights must be had).
+A paper run on a small machine outlasts a working session, and the next piece may start on a fresh clone that has
+only what was committed. So every training of a paper run, once finished, is also written under <reports>/trainings/
+(`romae.compendium.kept`): <name>-<config hash>-<code hash>.pt with a readable .json twin (config, code id and its
+record `code_of`, device, stack, wall time, peak memory, the plan's estimate, the result's scalars), sealed (`seal`:
+a sha256 of the whole twin). Weights (a `state_dict` member) are kept only when small (WEIGHTS_LIMIT), so what a
+notebook needs afterwards (its evaluation) is kept as a result of its own. The record is read after the local cache
+and written only while open (`$ROMAE_TRAININGS`; `make reproduce` opens <reports>/trainings/). A training stopped
+before its end keeps its checkpoint in <record>/in_progress/ instead (`romae.compendium.travel`).
 
-`romae.compendium.kept` reads here after the local cache, so a resumed run trains only what is missing; it writes
-here only while a record is open: `$ROMAE_TRAININGS` names its folder (`make reproduce` opens <reports>/trainings/).
-An entry is named by its config and by the code that trained it (`romae.compendium.staleness`: each statement
-vouched for by a numerics workload or hashed), so a comment, a moved function or a reworded message keeps it current.
-
-An entry verifies itself (`check`, the one decision the loader and the command line share), and a run does one of
-three things with it (`Verdict`):
-- use: its twin's config and code hash to its name, its code_of hashes to its code, its .pt has the sha256 its twin
-  records and unpickles, and what the twin says of the .pt (summary, bytes, members left out) is what the .pt holds;
-- retrain: its code would now compute other numbers (`state`: stale), so a run keys the training anew and never asks
-  for this entry; or the run needs a member (the weights) that was left out of it;
-- set aside: it fails a check above (copied under another training's name, edited by hand, truncated): never used;
-  a run that asks for it warns, says so in the terminal of `make reproduce`, and trains again, writing the entry
-  under its key (the loader leaves the files it sets aside as they are; a retraining written into the same record
-  replaces them, and git keeps what it replaced).
-What a twin says but no .pt can confirm (device, stack, wall time, peak memory, the plan's estimate, when it finished)
-is sealed (`seal`: a sha256 of the whole twin): an entry whose seal does not match is used (its numbers verify) but
-flagged as edited after it was written; entries kept before seals (121 + 22) are *unsealed*: their facts describe.
-A training stopped before its end keeps its checkpoint in <record>/in_progress/ instead (`romae.compendium.travel`).
+`check`, the one decision the loader and the command line share, gives each entry a `Verdict`:
+- use: its twin's config and code hash to its name and its code_of to its code, its .pt has the sha256 the twin
+  records and unpickles, and what the twin says of the .pt (summary, bytes, members left out) is what it holds;
+- retrain: its code would now compute other numbers (`state`, by `romae.compendium.staleness`), or the run needs a
+  member (the weights) that was left out;
+- set aside: it fails a check above (copied under another name, edited by hand, truncated): never used; a run that
+  asks for it says so (a warning and a terminal line) and trains again under its key.
+A seal that does not match is said but the entry used (its numbers verify); entries kept before seals are *unsealed*.
     python -m romae.trainings [--reports reports] [--each]   # what the next run does with each entry; in progress
 """
 
@@ -282,7 +269,6 @@ class Verdict:
 
 UNSEALED = "unsealed: kept before twins were sealed; its device, times and memory are descriptive, not verified"
 EDITED = "its twin was edited after it was written"
-CALLER_CODE = "its code was named by its caller (no code_of): used whenever a run names the same code"
 
 
 def _canonical(obj: Any) -> str:
@@ -298,18 +284,13 @@ def _twin_lies(key: str, meta: dict) -> str:
         return ("its config and code do not hash to its key (an entry copied under another training's name, or its "
                 "config or code edited by hand)")
     made_of = meta.get("code_of")
-    if made_of is not None:
-        try:
-            same = (staleness.code_id(made_of) if staleness.is_record(made_of) else _previous_code_id(made_of)) \
-                == meta["code"]
-        except (TypeError, ValueError):
-            same = False
-        if not same:
-            return "its code_of (the code it records) does not hash to its code (edited by hand)"
-    elif meta.get("modules"):  # the format before the re-key: no run keys a training by its modules' bytes any more
-        return "keyed by the bytes of its modules (before the re-key), with no code_of: no run keys a training so now"
-    elif SEAL not in meta:  # a code named by its caller is vouched for by the seal of a twin written since seals
-        return "its twin records no code_of and has no seal: nothing says what code made it"
+    try:
+        same = (staleness.code_id(made_of) if staleness.is_record(made_of) else _previous_code_id(made_of)) \
+            == meta["code"]
+    except (TypeError, ValueError):
+        same = False
+    if not same:
+        return "its code_of (the record of its code) is missing or does not hash to its code (edited by hand)"
     dropped = meta.get("dropped", [])
     if not isinstance(dropped, list) or not all(isinstance(d, str) for d in dropped):
         return f"its twin's dropped is {dropped!r}, not a list of member names"
@@ -376,10 +357,9 @@ def check(folder: Path, key: str, require: tuple[str, ...] = (), *, lock: bool =
     why = _pt_disagrees(meta, result, size, require)
     if why:
         return aside(why)
-    notes = (UNSEALED if SEAL not in meta else "" if meta[SEAL] == seal_of(meta) else
-             f"{EDITED} (its seal does not match): its device, times and memory are not what it recorded",
-             CALLER_CODE if meta.get("code_of") is None else "")
-    return Verdict(USE, note="; ".join(n for n in notes if n)), result, meta
+    note = (UNSEALED if SEAL not in meta else "" if meta[SEAL] == seal_of(meta) else
+            f"{EDITED} (its seal does not match): its device, times and memory are not what it recorded")
+    return Verdict(USE, note=note), result, meta
 
 
 def _tell(line: str) -> None:
@@ -446,9 +426,6 @@ def _changed(meta: dict) -> str:
     from . import staleness
 
     made_of = meta.get("code_of")
-    if made_of is None:
-        return "keyed by the bytes of its modules (before the re-key): carried when a run next asks for it" \
-            if meta.get("modules") else "no record of its code"
     if not isinstance(made_of, dict):
         return f"its code_of is not a record of code ({str(made_of)[:60]})"
     if not staleness.is_record(made_of):
@@ -471,10 +448,9 @@ def state(meta: dict) -> str:
 def next_run(folder: Path, key: str) -> Verdict:
     """What the next run does with the entry named `key` in `folder`: `check`'s verdict (the loader's own decision,
     for a run that needs no member left out), and for an entry it would use, RETRAIN when its code would now compute
-    other numbers (the run then keys the training anew and never asks for this entry). An entry whose code its caller
-    named (no code_of) is used whenever a run names the same code: only that run can tell."""
+    other numbers (the run then keys the training anew and never asks for this entry)."""
     verdict, _, meta = check(Path(folder), key, lock=False)
-    if verdict.action != USE or meta.get("code_of") is None:
+    if verdict.action != USE:
         return verdict
     changed = _changed(meta)
     return Verdict(RETRAIN, changed) if changed else verdict
