@@ -100,7 +100,10 @@ def scale_text(scale_cell) -> str:
 
 
 # --- learned: a claim about a model is tested only if the model beats the trivial predictor first ----------
-LEARN_FACTOR = 0.5  # default: the model's error at most half the trivial predictor's
+# the one learned gate (notebooks, runner, front page): the model's error, or the upper end of its t interval over
+# seeds, at most this times the trivial predictor's. Every paper number with a recorded trivial predictor passes it
+# (tested): the paper's own Synthetic 0.233 sits at 0.50x its training mean, its PhysioNet 0.57 at 0.54x.
+LEARN_FACTOR = 0.8
 
 
 def learned(model_error: float, trivial_error: float, trivial: str, factor: float = LEARN_FACTOR) -> dict:
@@ -114,6 +117,30 @@ def learned(model_error: float, trivial_error: float, trivial: str, factor: floa
         raise ValueError(f"learned(): factor must be in (0, 1], got {factor!r}")
     return dict(model=float(model_error), trivial=float(trivial_error), predictor=str(trivial),
                 factor=float(factor), ok=bool(float(model_error) <= factor * float(trivial_error)))
+
+
+def learned_now(row) -> dict | None:
+    """A row's trivial-predictor check read by the one gate: its recorded cell with `ok`, `factor` (LEARN_FACTOR)
+    and `upper` (the error compared: the upper end of the row's t interval over seeds when it has one, else its
+    error) replaced; None without a check. An interval is the error's when the check's model error is the row's
+    number (MSE, RMSE) or one minus it (accuracy)."""
+    info = _parse(row.get("learned"))
+    if info is None:
+        return None
+    model, trivial = float(info["model"]), float(info["trivial"])
+    upper, how = model, "its error"
+    try:
+        seeds = int(float(row.get("n_seeds")))
+    except (TypeError, ValueError):
+        seeds = 0
+    ci = row_interval(row) if seeds >= 2 else None
+    if ci is not None:
+        ours = float(row["ours"])
+        close = lambda a, b: math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)  # noqa: E731
+        high = ci["high"] if close(model, ours) else 1 - ci["low"] if close(model, 1 - ours) else None
+        if high is not None:
+            upper, how = max(model, high), f"the upper end of its {100 * ci.get('level', LEVEL):g} % interval"
+    return dict(info, ok=bool(upper <= LEARN_FACTOR * trivial), factor=LEARN_FACTOR, upper=upper, how=how)
 
 
 def learned_text(cell) -> str:
@@ -229,7 +256,7 @@ def tolerance_band(paper: float, rule: str, tolerance: float) -> tuple[float, fl
 
 def gate(paper: dict, row) -> str:
     """Why a row cannot be judged against the reference ('' when it can), in this order: its training carries a
-    flag (`flags_of`) -> "not tested: training flagged"; its model did not beat the trivial predictor (`learned`;
+    flag (`flags_of`) -> "not tested: training flagged"; its model did not beat the trivial predictor (`learned_now`;
     a claim in words ('gt') needs that check recorded) -> "not tested: the model did not learn", unless the
     reference itself is at the trivial level (paper_values' `expect` = 'trivial', e.g. Table 1 without [CLS],
     where not learning is the claim); a setup that decides the outcome differs from the paper's (`DECISIVE`
@@ -237,7 +264,7 @@ def gate(paper: dict, row) -> str:
     "not comparable". Fewer seeds alone do not gate: the same experiment, a wider uncertainty."""
     if flags_of(row):
         return "not tested: training flagged"
-    info = _parse(row.get("learned"))
+    info = learned_now(row)
     if paper["rule"] == "gt" and info is None:
         return "not tested: no trivial-predictor check recorded"
     if info is not None and not info["ok"] and paper.get("expect") != "trivial":

@@ -1,21 +1,31 @@
-"""The paper's claims judged on their own words (issue 43): `romae/compendium/reference/claims.csv` says what each
-claim asserts, against what it is judged (`against`), how a difference reads (`judge`), its unit of coverage, its
-evidence cells and, where the claim itself compares two numbers, that comparison (`compares`).
+"""The paper's claims judged on their own words: `romae/compendium/reference/claims.csv` says what each claim
+asserts, against what it is judged (`against`), how a difference reads (`judge`), its unit of coverage, its evidence
+cells and, where the claim itself compares two numbers, that comparison (`compares`).
 
 A claim's evidence is a list of cells `experiment|setting pattern|metric` (judged against the cell's reference in
 paper_values.csv) or `experiment|setting pattern|metric|peer model` (against that peer's published number in
-peer_values.csv: claim 8's specialised baselines), each read from our best-profile row by `romae.runner.judge`.
+peer_values.csv), each read from our best-profile row by `romae.runner.judge`.
 
-A cell reads **for**, **against**, **not reproduced** (our number differs: for a claim judged on the paper's own
-numbers, `judge` = numbers, a row worse than the paper; a reference below the attainable floor), **untested**
-(not run, a gate failed, a reduced run) or **device** (measured on another device class). The claim's outcome:
+**Like for like.** A comparison is judged only in one unit and one protocol. A cell against a peer counts only when
+our row follows the peer's protocol (`peer_protocols.csv`: same, differs, unknown; every peer compared is listed);
+otherwise it reads *not comparable* with the reason. Where the claim's own comparison is not like for like
+(`compares`: a per-sequence sum against a per-element MSE), the cell that checks the paper's number in the paper's
+unit says only whether that number is reproduced; the claim is judged on the like-for-like cells.
+
+A cell reads **for** (matches, within tolerance or better than its reference; a claim in words that holds),
+**at ceiling** (for, but a trivial predictor or a standard baseline run beside ours reaches the reference too:
+`judge.ceiling`), **against** (worse than a comparator the claim says it beats), **not reproduced** (our number
+differs from the paper's: for a claim judged on the paper's own numbers, `judge` = numbers, a row worse than the
+paper; a reference below the attainable floor), **untested** (not run, a gate failed, not resolved, a reduced run),
+**device** (measured on another device class) or **protocol** (the peer's protocol differs or is unknown).
+The claim's outcome (`outcome`), from its like-for-like cells:
 
 - **confirmed**: every cell for;
-- **partially confirmed**: some for, the others against, not reproduced or untested (each named);
+- **partially confirmed**: some for, the others at ceiling, against, not reproduced or untested (each named);
 - **contradicted**: some against, none for;
-- **not reproduced**: some not reproduced, none for or against; also a claim whose own comparison is not like for
-  like (`compares`: two numbers of different metrics, e.g. a per-sequence sum against a per-element MSE);
-- **not comparable**: every cell measured on another device class;
+- **not reproduced**: some not reproduced, none for or against;
+- **insufficient evidence (k of n tested)**: cells tested, none discriminating (at ceiling), the rest untested;
+- **not comparable**: every cell on another device class or in another (or unknown) protocol;
 - **not tested at this scale**: nothing judged.
 
 The runner's: no kernel imports this module, so the rules can change without staling an artefact.
@@ -24,6 +34,7 @@ The runner's: no kernel imports this module, so the rules can change without sta
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import re
 from fnmatch import fnmatchcase
@@ -37,12 +48,15 @@ from ..compendium.verdicts import _parse, qualifiers, scale as scale_fields
 from . import judge
 
 CLAIMS = Path(__file__).resolve().parents[1] / "compendium" / "reference" / "claims.csv"
-OUTCOMES = ("confirmed", "partially confirmed", "not reproduced", "contradicted", "not tested at this scale",
-            "not comparable")
+PROTOCOLS = CLAIMS.with_name("peer_protocols.csv")
+OUTCOMES = ("confirmed", "partially confirmed", "not reproduced", "contradicted", "insufficient evidence",
+            "not tested at this scale", "not comparable")
 SUPPORTS = ("matches", "within tolerance", "better than", "claim holds")
 AGAINST = ("worse than", "does not hold", "differs")
 UNTESTED = ("not tested", "not comparable", "not run", "no paper value", "not resolved", "training flagged")
 JUDGED = ("for", "against", "not reproduced")
+TESTED = JUDGED + ("ceiling",)  # a cell with a judged row
+CEILING = "at ceiling"  # a status prefix: for, but not discriminating (`judge.ceiling`)
 
 
 def claims() -> list[dict]:
@@ -70,6 +84,10 @@ def reading(status: str, judged_on: str = "direction") -> str:
     claim judged on the paper's own numbers (`judged_on` = 'numbers'), a row against the paper is 'not reproduced'
     (our number differs) rather than evidence against the claim's conclusion."""
     s = str(status or "").lower()
+    if s.startswith(CEILING):
+        return "ceiling"
+    if s.startswith("not comparable: protocol"):
+        return "protocol"
     if s.startswith("not comparable") and "other device" in s:
         return "device"
     if s.startswith("not reproduced"):
@@ -83,12 +101,14 @@ def reading(status: str, judged_on: str = "direction") -> str:
     return "untested"
 
 
-def outcome(readings: list[str], mismatch: str = "") -> str:
-    """A claim's outcome from its cells' readings (see the module docstring); `mismatch`: why the claim's own
-    comparison is not like for like ('' when it is)."""
-    n = {r: readings.count(r) for r in ("for", "against", "not reproduced", "untested", "device")}
-    if mismatch and (n["for"] or n["against"] or n["not reproduced"]):
-        return "not reproduced"
+def outcome(readings: list[str], mismatch: str = "", own: list[str] = ()) -> str:
+    """A claim's outcome from its like-for-like cells' `readings` (see the module docstring). `mismatch`: why the
+    claim's own comparison is not like for like ('' when it is); `own`: the readings of the cells that check the
+    paper's number in its own unit, which decide only when no like-for-like cell exists."""
+    n = {r: readings.count(r) for r in ("for", "ceiling", "against", "not reproduced", "untested", "device",
+                                        "protocol")}
+    if mismatch and not readings:
+        return "not reproduced" if any(r in JUDGED for r in own) else "not tested at this scale"
     if n["for"] and n["for"] == len(readings):
         return "confirmed"
     if n["for"]:
@@ -97,9 +117,24 @@ def outcome(readings: list[str], mismatch: str = "") -> str:
         return "contradicted"
     if n["not reproduced"]:
         return "not reproduced"
-    if readings and n["device"] == len(readings):
+    if n["ceiling"]:
+        return "insufficient evidence"
+    if readings and n["device"] + n["protocol"] == len(readings):
         return "not comparable"
     return "not tested at this scale"
+
+
+@functools.lru_cache(maxsize=1)
+def protocols() -> dict[tuple[str, str, str], tuple[str, str]]:
+    """{(experiment, our setting, peer model): (same | differs | unknown, why)} from peer_protocols.csv."""
+    with open(PROTOCOLS, newline="") as f:
+        out = {}
+        for row in csv.DictReader(f):
+            if row["protocol"] not in ("same", "differs", "unknown"):
+                raise ValueError(f"{PROTOCOLS.name}: {row['experiment']} / {row['setting']} / {row['model']}: "
+                                 f"protocol must be same, differs or unknown, got {row['protocol']!r}")
+            out[row["experiment"], row["setting"], row["model"]] = (row["protocol"], row["why"])
+        return out
 
 
 # --- our rows -------------------------------------------------------------------------------------------------
@@ -176,28 +211,43 @@ def _peer(experiment: str, setting: str, model: str) -> dict | None:
 
 
 def cells(claim: dict, rows: pd.DataFrame, folder: Path) -> list[dict]:
-    """A claim's evidence cells, each with its reference, our row (None: not run), its status (`judge.judge`)
-    and reading (`reading`); the GPU's Table 9 rows beside the CPU's."""
+    """A claim's evidence cells, each with its reference, our row (None: not run), its status (`judge.judge`; a
+    peer in another or unknown protocol: not comparable; a for that a baseline reaches too: at ceiling), its reading
+    (`reading`) and role ('own': the cell that checks the paper's number in the unit of a claim whose comparison is
+    not like for like, else 'claim'); the GPU's Table 9 rows beside the CPU's."""
     tables = folder / "tables"
+    own = claim.get("compares", "").split("~")[0].split("|") if mismatch(claim) else None
     out = []
     for experiment, pattern, metric, peer in claim["evidence"]:
         refs = [p for p in paper_values() if p["experiment"] == experiment and p["metric"] == metric
                 and fnmatchcase(p["setting"], pattern)]
         for p in refs:
-            ref = p
+            ref, protocol = p, ("same", "")
             if peer:
                 found = _peer(experiment, p["setting"], peer)
                 if found is None:
                     raise ValueError(f"{CLAIMS.name}: claim {claim['claim']}: no published {peer} number for "
                                      f"{experiment} / {p['setting']} in peer_values.csv")
                 ref = judge.peer_reference(p, found)
+                protocol = protocols().get((experiment, p["setting"], peer))
+                if protocol is None:
+                    raise ValueError(f"{PROTOCOLS.name}: claim {claim['claim']} compares {experiment} / "
+                                     f"{p['setting']} with {peer}: say whether its protocol is ours (same, differs, "
+                                     "unknown)")
             for profile in (None, GPU_PROFILE) if experiment == "table9_compute" else (None,):
                 row = best_row(rows, experiment, p["setting"], metric, profile)
                 if row is None and profile is not None:
                     continue
                 status = "not run" if row is None else judge.judge(ref, row, tables)
+                if row is not None and protocol[0] != "same":
+                    status = f"not comparable: protocol {protocol[0]}: {protocol[1]}"
+                elif reading(status) == "for" and (also := judge.ceiling(ref, row, rows)):
+                    bare, _, seeds = status.partition("; ")
+                    status = f"{CEILING}: {bare}, as {also} reach{'es' if ' and ' not in also else ''} it too" \
+                        + (f"; {seeds}" if seeds else "")
+                role = "own" if own == [experiment, p["setting"], metric] else "claim"
                 out.append(dict(experiment=experiment, setting=p["setting"], metric=metric, reference=ref,
-                                row=row, status=status, reading=reading(status, claim["judge"])))
+                                row=row, status=status, reading=reading(status, claim["judge"]), role=role))
     return out
 
 
@@ -238,13 +288,28 @@ def _short(status: str) -> str:
     return re.sub(r" \((?:[a-z -]+, )*[a-z -]+\)$", "", s)
 
 
+WORDS = (("for", "for"), ("at ceiling", "ceiling"), ("against", "against"), ("not reproduced", "not reproduced"),
+         ("not tested", "untested"), ("other device", "device"), ("other protocol", "protocol"))
+
+
 def verdict_text(claim: dict, found: list[dict], outcome_: str) -> str:
+    """'partially confirmed (of 9 rows: 1 for, 1 at ceiling, ...)'; 'insufficient evidence (1 of 5 data sets
+    tested: ...)'; a claim judged like for like apart from its own number adds how that number fared."""
     unit = claim.get("unit") or "row"
-    counts = [(w, sum(c["reading"] == r for c in found)) for w, r in
-              (("for", "for"), ("against", "against"), ("not reproduced", "not reproduced"),
-               ("not tested", "untested"), ("other device", "device"))]
-    parts = ", ".join(f"{n} {w}" for w, n in counts if n)
-    return f"{outcome_} (of {len(found)} {unit}{'s' if len(found) != 1 else ''}: {parts})" if found else outcome_
+    like = [c for c in found if c.get("role") != "own"]
+    own = [c for c in found if c.get("role") == "own"]
+    parts = ", ".join(f"{n} {w}" for w, r in WORDS if (n := sum(c["reading"] == r for c in like)))
+    units = f"{unit}{'s' if len(like) != 1 else ''}"
+    if outcome_ == "insufficient evidence":
+        text = f"{outcome_} ({sum(c['reading'] in TESTED for c in like)} of {len(like)} {units} tested: {parts}"
+    else:
+        text = f"{outcome_} (of {len(like)} {units}{' like for like' if own else ''}: {parts}" if like else \
+            f"{outcome_} ("
+    if own:
+        fared = ["reproduced" if c["reading"] == "for" else "not reproduced" if c["reading"] in JUDGED
+                 else "not tested" for c in own]
+        text += ("; " if like else "") + f"the paper's own number in its unit: {', '.join(fared)}"
+    return text + ")" if (like or own) else outcome_
 
 
 def _detail(cell: dict) -> str:
@@ -255,6 +320,8 @@ def _detail(cell: dict) -> str:
     parts = []
     if bare.startswith("not reproduced: "):
         parts.append(bare.removeprefix("not reproduced: "))
+    elif bare.startswith(f"{CEILING}: ") or bare.startswith("not comparable: protocol"):
+        parts.append(bare.split(", as ", 1)[1] if ", as " in bare else bare.split(": ", 2)[2])
     elif cell["reading"] == "not reproduced" and r is not None:
         parts.append(f"{float(r['ours']):.4g} vs {cell['reference']['paper']:g}")
     if "; " in status:
@@ -278,7 +345,10 @@ def _device_values(cells_: list[dict]) -> str:
 def evidence_text(claim: dict, found: list[dict], why: str, link: str) -> str:
     """The short evidence cell: who is for, against, not reproduced (and why), how many untested, and a link."""
     groups = []
-    for word, r in (("for", "for"), ("against", "against"), ("not reproduced", "not reproduced")):
+    own = [c for c in found if c.get("role") == "own"]
+    found = [c for c in found if c.get("role") != "own"]
+    for word, r in (("for", "for"), ("at ceiling", "ceiling"), ("against", "against"),
+                    ("not reproduced", "not reproduced"), ("other protocol", "protocol")):
         names = [name_of(c) + _detail(c) for c in found if c["reading"] == r]
         if names:
             groups.append(f"{word}: " + "; ".join(names))
@@ -287,10 +357,16 @@ def evidence_text(claim: dict, found: list[dict], why: str, link: str) -> str:
         paper = ", ".join(f"{c['setting']} {c['reference']['paper']:g}" for c in device
                           if c["row"] is not None and c["row"].get("profile") != GPU_PROFILE) or ""
         groups.append("other device: " + _device_values(device) + (f" (the paper's: {paper})" if paper else ""))
-    rest = [c for c in found if c["reading"] == "untested"]
+    unresolved = [c for c in found if c["reading"] == "untested" and _short(c["status"]).startswith("not resolved")]
+    if unresolved:
+        groups.append("not resolved at this scale: " + "; ".join(name_of(c) + _detail(c) for c in unresolved))
+    rest = [c for c in found if c["reading"] == "untested" and c not in unresolved]
     if rest:
         kinds = pd.Series([_short(c["status"]).removeprefix("not tested: ") for c in rest]).value_counts()
         groups.append("not tested: " + ", ".join(f"{n} {k}" for k, n in kinds.items()))
+    if own:
+        groups.append("the paper's own number, in its unit: " + "; ".join(
+            name_of(c) + f" {'reproduced' if c['reading'] == 'for' else c['reading']}" + _detail(c) for c in own))
     text = ". ".join(groups) if groups else "no row"
     if why:
         text = f"{why}. {text}"
@@ -406,7 +482,8 @@ def claims_view(reports_dir=None, link: str = "ROWS.md") -> tuple[pd.DataFrame, 
     for c in claims():
         found = cells(c, rows, folder)
         why = mismatch(c)
-        result = outcome([x["reading"] for x in found], why)
+        result = outcome([x["reading"] for x in found if x["role"] != "own"], why,
+                         [x["reading"] for x in found if x["role"] == "own"])
         profiles = [x["row"]["profile"] for x in found if x["row"] is not None and x["row"]["profile"] in PROFILE_RANK]
         profile = min(profiles, key=PROFILE_RANK.get) if profiles else ""
         code = _code_state(c["notebooks"], profile, folder) if profile else ""

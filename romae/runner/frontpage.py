@@ -12,9 +12,9 @@ import pandas as pd
 
 from ..compendium.reference import _peer_rows, artefacts, paper_values
 from ..compendium.report import PROFILE_RANK, _markdown, reports_path
+from ..compendium.verdicts import LEARN_FACTOR, paper_scale
 from . import judge
 from .provenance import code_state as _code_state  # noqa: F401 (tests and pages read it here)
-from ..compendium.verdicts import paper_scale
 
 ARTEFACT_COLUMNS = ["artefact", "paper", "notebook", "status", "profile", "code", "what"]
 
@@ -57,19 +57,24 @@ def artefact_view(summary: pd.DataFrame, reports_dir: str | Path | None = None,
 
 RULES = f"""\
 **How a claim is judged** (`romae/compendium/reference/claims.csv` says what each claim asserts and against what;
-`romae.runner.claims` derives the verdict, never typed). Each evidence cell is read from our best row: *for*
-(matches, within tolerance or better than its reference; a claim in words that holds), *against* (worse than a
-comparator the claim says it beats), *not reproduced* (our number differs from the paper's, with the reason where
-it is known: a reference below the attainable floor, a comparison that is not like for like), *not tested* (not
-run, a gate failed, a reduced run) or *other device*. A claim is **confirmed** when every cell is for,
-**partially confirmed** when some are for and the others are not (each named), **contradicted** when some are
-against and none for, **not reproduced** when our numbers differ and none is for or against, **not comparable**
-when every cell was measured on another device class, else **not tested at this scale**. A row is judged only when
-it passes the gates: its model learned (its error, or the upper end of its 95 % t interval over seeds, at most
-{judge.LEARN_RATIO:g}x the trivial predictor's: a ratio the paper's own numbers pass), its training carries no flag, and its setup
-does not differ from the paper's in a way that decides the outcome (data, model, training length, positions,
-device; fewer seeds are judged, and said). A seed far outside the others on the worse side (over {judge.OUTLIER:g} robust
-deviations) did not converge: the row is judged on the seeds that did, and names the one that did not.
+`romae.runner.claims` derives the verdict, never typed). **Like for like**: a comparison is judged only in one
+unit and one protocol; a peer's number counts only when our row follows its protocol
+(`romae/compendium/reference/peer_protocols.csv`), else the cell reads *other protocol*; where a claim's own
+comparison mixes units, its number is checked in the paper's unit (reproduced or not) and the claim is judged in
+the comparator's unit. Each evidence cell is read from our best row: *for* (matches, within tolerance or better
+than its reference; a claim in words that holds), *at ceiling* (for, but a trivial predictor or a standard baseline
+run beside ours reaches the reference too: it cannot tell models apart), *against* (worse than a comparator the claim
+says it beats), *not reproduced* (our number differs from the paper's; a reference below the attainable floor),
+*not tested* (not run, a gate failed, not resolved at this scale, a reduced run), *other device* or *other protocol*.
+A claim is **confirmed** when every cell is for, **partially confirmed** when some are for and the others are not
+(each named), **contradicted** when some are against and none for, **not reproduced** when our numbers differ and
+none is for or against, **insufficient evidence (k of n tested)** when the tested cells are all at ceiling,
+**not comparable** when every cell is on another device class or protocol, else **not tested at this scale**. A row
+is judged only when it passes the gates, the same in the notebooks: its model learned (its error, or the upper end
+of its 95 % t interval over seeds, at most {LEARN_FACTOR:g}x the trivial predictor's: a ratio the paper's own numbers
+pass), its training carries no flag, and its setup does not differ from the paper's in a way that decides the
+outcome (data, model, training length, positions, device; fewer seeds are judged, and said). Every seed counts: a
+row is judged on the mean and t interval of all its seeds, each seed's value listed beside it; none is left out.
 """
 
 
@@ -215,3 +220,28 @@ def inline_html(markdown: str) -> str:
 def claims_html_intro() -> str:
     """The index page's paragraph under the claims table (SUMMARY.md's rules)."""
     return "<p>" + inline_html(RULES.strip()) + "</p>"
+
+
+README_CLAIMS = ("<!-- claims:begin (written by make reproduce from the front page's claims table) -->",
+                 "<!-- claims:end -->")
+
+
+def readme_claims(view: pd.DataFrame) -> str:
+    """The README's claims table: the front page's claim and verdict columns (`romae.runner.claims.claims_view`)."""
+    lines = ["| claim of the paper | verdict |", "|---|---|"]
+    return "\n".join(lines + [f"| {r.claim} | {r.verdict} |" for r in view.itertuples()]) + "\n"
+
+
+def write_readme_claims(view: pd.DataFrame, path: Path) -> bool:
+    """Replace the README's claims table (between README_CLAIMS) by `readme_claims(view)` -> whether it changed;
+    ValueError when the markers are missing."""
+    text = Path(path).read_text()
+    begin, end = README_CLAIMS
+    if begin not in text or end not in text:
+        raise ValueError(f"{path} has no {begin} ... {end} markers for the claims table")
+    head, rest = text.split(begin, 1)
+    new = f"{head}{begin}\n{readme_claims(view)}{end}{rest.split(end, 1)[1]}"
+    if new != text:
+        Path(path).write_text(new)
+    return new != text
+

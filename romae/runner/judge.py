@@ -1,18 +1,16 @@
-"""A result row judged for the front page, at summary time (issue 43): the compendium's gates and comparison
-(`romae.compendium.verdicts.row_status`, unchanged, what the notebooks print) read with three rules a reviewer
-would sign, stated in SUMMARY.md:
+"""A result row judged for the front page, at summary time: the compendium's gates and comparison
+(`romae.compendium.verdicts.row_status`, what the notebooks print, with its one learned gate) read with rules a
+reviewer would sign, stated in SUMMARY.md:
 
-- **learned** (`learned_now`): a model learned its task when its error is clearly below the trivial predictor's:
-  the upper end of its 95 % t interval over seeds (or, with one seed, its error) at most `LEARN_RATIO` x the
-  trivial predictor's error. The ratio is one that every paper number with a recorded trivial predictor passes
-  (tested): the paper's own Synthetic 0.233 sits at 0.50x its training mean, its PhysioNet 0.57 at 0.54x.
-- **seeds** (`seed_values`, `converged`): where a run published its seeds (`tables/<experiment>_per_seed.csv`
-  with `setting`, `seed` and the metric's column), a seed far out on the worse side (more than `OUTLIER`
-  robust deviations from the others' median) did not converge: the row is judged on the seeds that did, and says
-  so ("on 4 of 5 seeds 0.0043-0.006; seed 46 did not converge: 0.903"). One seed is said.
+- **seeds** (`seed_values`): a row is judged on all its seeds (its mean and t interval); where the run published
+  them (`tables/<experiment>_per_seed.csv`), the verdict lists each seed's value beside it, so a seed far from the
+  others is seen, never left out ("5 seeds: 0.0043, 0.0052, 0.006, 0.0049, 0.903").
 - **floor** (`floor_of`): a reference better than what any model can reach on the data (paper_values' `floor`,
   a number the notebook computed, e.g. least squares in the Spiral generator's own family) is not reproducible:
   a row worse than it reads "not reproduced: the paper's 0.0183 lies below the attainable floor 0.0275".
+- **ceiling** (`ceiling`): a cell where a trivial predictor or a standard baseline run beside ours (a row
+  '<setting>, <name> (baseline)' or '<setting>, baseline: <name>' of the same run) also reaches the reference
+  cannot tell models apart: the claims read it "at ceiling", not for.
 
 This module is the runner's: no kernel imports it, so its rules can change without staling an artefact.
 """
@@ -26,33 +24,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..compendium.stats import LEVEL
-from ..compendium.verdicts import _parse, qualifiers, row_interval, row_status as gated_status
-
-LEARN_RATIO = 0.8  # clearly better than the trivial predictor: at most 0.8x its error (the paper's own pass)
-OUTLIER = 10.0  # robust deviations (1.4826 x MAD) from the other seeds' median, on the worse side
-
-
-def _close(a: float, b: float) -> bool:
-    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
-
-
-def learned_now(row: dict) -> dict | None:
-    """The row's trivial-predictor check re-read by this module's rule (see the module docstring): the recorded
-    cell with `ok`, `factor` (LEARN_RATIO) and `upper` (the error the rule compared) replaced; None without one."""
-    info = _parse(row.get("learned"))
-    if info is None:
-        return None
-    model, trivial = float(info["model"]), float(info["trivial"])
-    upper, how = model, "its error"
-    ci = row_interval(row) if _seeds(row) >= 2 else None
-    if ci is not None:
-        ours = float(row["ours"])
-        # the error is the row's number (MSE, RMSE) or one minus it (accuracy); else its interval is not the error's
-        high = ci["high"] if _close(model, ours) else 1 - ci["low"] if _close(model, 1 - ours) else None
-        if high is not None:
-            upper, how = max(model, high), f"the upper end of its {100 * ci.get('level', LEVEL):g} % interval"
-    return dict(info, ok=bool(upper <= LEARN_RATIO * trivial), factor=LEARN_RATIO, upper=upper, how=how)
+from ..compendium.verdicts import LEARN_FACTOR, _parse, learned_now, qualifiers, row_status as gated_status
+from ..compendium.verdicts import status as compare
 
 
 def learned_note(row: dict) -> str:
@@ -63,7 +36,7 @@ def learned_note(row: dict) -> str:
         return ""
     ratio = info["model"] / info["trivial"] if info["trivial"] > 0 else math.inf
     return (f"{'learned' if info['ok'] else 'did not learn'}: error {info['model']:.4g} ({ratio:.2f}x) vs "
-            f"{info['trivial']:.4g} for {info['predictor']}; needs {info['how']} <= {LEARN_RATIO:g}x")
+            f"{info['trivial']:.4g} for {info['predictor']}; needs {info['how']} <= {LEARN_FACTOR:g}x")
 
 
 def _seeds(row: dict) -> int:
@@ -106,32 +79,6 @@ def seed_values(row: dict, tables: Path) -> pd.DataFrame | None:
     return pd.DataFrame({"seed": mine.seed.to_numpy(), "value": mine[row["metric"]].astype(float).to_numpy()})
 
 
-def converged(values: pd.DataFrame, better: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(converged seeds, failed seeds): a seed failed when it lies more than OUTLIER robust deviations from the
-    other seeds' median on the worse side (`better`: 'lower' | 'higher'); nothing fails with fewer than 3 seeds
-    or no direction."""
-    if len(values) < 3 or better not in ("lower", "higher"):
-        return values, values.iloc[0:0]
-    bad = []
-    for i, v in enumerate(values.value):
-        others = values.value.drop(values.index[i])
-        med = float(others.median())
-        mad = 1.4826 * float((others - med).abs().median())
-        spread = max(mad, 1e-12 * max(abs(med), 1.0))
-        worse = (v - med) if better == "lower" else (med - v)
-        bad.append(worse / spread > OUTLIER)
-    bad = pd.Series(bad, index=values.index)
-    if bad.sum() * 2 >= len(values):  # most seeds "failed": no failure is named, the spread is the result
-        return values, values.iloc[0:0]
-    return values[~bad], values[bad]
-
-
-def _on_converged(row: dict, good: pd.DataFrame) -> dict:
-    n = len(good)
-    std = float(good.value.std(ddof=1)) if n > 1 else float("nan")
-    return dict(row, ours=float(good.value.mean()), ours_std=std, n_seeds=n, interval=None)
-
-
 # --- the reference's attainable floor -----------------------------------------------------------------------
 
 def floor_of(paper: dict, tables: Path) -> tuple[float, str] | None:
@@ -162,22 +109,10 @@ def _below_floor(paper: dict, floor: float) -> bool:
 
 def judge(paper: dict, row: dict, tables: Path) -> str:
     """The verdict of a result row against its reference (a paper_values row, or a peer's number in that shape)
-    for the summary and the claims: the gated comparison (`romae.compendium.verdicts.row_status`) of the row with
-    the learned check re-read (`learned_now`), judged on its converged seeds (`converged`, the failed ones named),
-    a reference below the attainable floor named (`floor_of`)."""
-    row = dict(row)
-    seeds_note = ""
-    values = seed_values(row, tables)
-    if values is not None:
-        good, failed = converged(values, paper.get("better", ""))
-        if len(failed):
-            row = _on_converged(row, good)
-            failed_text = "; ".join(f"seed {s:g} did not converge: {v:.3g}" for s, v in zip(failed.seed, failed.value))
-            seeds_note = (f"on {len(good)} of {len(values)} seeds {good.value.min():.2g}-{good.value.max():.2g}; "
-                          f"{failed_text}")
-    info = learned_now(row)
-    if info is not None:
-        row["learned"] = {k: info[k] for k in ("model", "trivial", "predictor", "factor", "ok")}
+    for the summary and the claims: the gated comparison (`romae.compendium.verdicts.row_status`) on all its seeds,
+    each seed's value listed where the run published them (`seeds_note`), a reference below the attainable floor
+    named (`floor_of`)."""
+    seeds_note = seeds_text(row, tables)
     state = gated_status(paper, row)
     quals = qualifiers(row.get("scale"), row.get("profile", ""))
     bare = state.split(" (")[0] if quals else state
@@ -188,6 +123,47 @@ def judge(paper: dict, row: dict, tables: Path) -> str:
                 f"{floor[1]}")
         state = f"{bare} ({', '.join(quals)})" if quals else bare
     return f"{state}; {seeds_note}" if seeds_note else state
+
+
+def seeds_text(row: dict, tables: Path) -> str:
+    """'5 seeds: 0.0043, 0.0052, 0.006, 0.0049, 0.903' (at most 5 listed, else their range) from the run's
+    per-seed table (`seed_values`), '' without one."""
+    values = seed_values(row, tables)
+    if values is None or len(values) < 2:
+        return ""
+    shown = ", ".join(f"{v:.3g}" for v in values.value) if len(values) <= 5 else \
+        f"{values.value.min():.3g}-{values.value.max():.3g}"
+    return f"{len(values)} seeds: {shown}"
+
+
+def ceiling(paper: dict, row: dict, rows: pd.DataFrame) -> str:
+    """What else reaches the reference `paper` in `row`'s cell, '' when nothing does: the row's trivial predictor
+    (its learned check), or a baseline run beside it (same experiment, profile and metric, setting '<setting>,
+    <name> (baseline)' or '<setting>, baseline: <name>') whose number matches, lies within tolerance of or beats
+    the reference by the reference's own rule. Such a cell cannot tell a model from the baseline."""
+    info, found, better = _parse(row.get("learned")), [], paper.get("better", "")
+    if info is not None and better in ("lower", "higher"):  # the trivial predictor's error, or 1 - its accuracy
+        as_error = better == "lower" or math.isclose(float(info["model"]), float(row["ours"]), rel_tol=1e-9)
+        trivial = float(info["trivial"]) if as_error else 1 - float(info["trivial"])
+        if not compare(paper["paper"], trivial, paper["rule"], paper["tolerance"], better).startswith("worse"):
+            found.append(f"{info['predictor']} {trivial:.4g}")
+    setting = str(row["setting"])
+    base = rows[(rows.experiment == row["experiment"]) & (rows.metric == row["metric"])
+                & (rows.profile == row.get("profile"))]
+    for r in base.itertuples():
+        name = str(r.setting)
+        if not name.startswith(setting + ", "):
+            continue
+        rest = name[len(setting) + 2:]
+        if not (rest.endswith("(baseline)") or rest.startswith("baseline: ")) or "," in rest:
+            continue
+        try:
+            verdict = compare(paper["paper"], float(r.ours), paper["rule"], paper["tolerance"], paper.get("better", ""))
+        except (TypeError, ValueError):
+            continue
+        if verdict in ("matches", "within tolerance") or verdict.startswith("better than"):
+            found.append(f"{rest.removesuffix(' (baseline)').removeprefix('baseline: ')} {float(r.ours):.4g}")
+    return " and ".join(found)
 
 
 def peer_reference(paper: dict, peer: dict) -> dict:

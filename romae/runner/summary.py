@@ -66,6 +66,8 @@ def build_summary(reports_dir: str | Path | None = None) -> pd.DataFrame:
     view, details = claims.claims_view(folder)  # once for both pages
     write_atomic(folder / "SUMMARY.md", frontpage.summary_markdown(summary, folder, view))
     write_atomic(folder / "ROWS.md", frontpage.rows_markdown(summary, details))
+    if folder.resolve() == (claims.ROOT / "reports").resolve():  # the committed front page: the README's copy too
+        frontpage.write_readme_claims(view, claims.ROOT / "README.md")
     return summary
 
 
