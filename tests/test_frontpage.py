@@ -69,7 +69,7 @@ def test_claim_8_counts_a_peer_only_in_its_protocol(tmp_path, monkeypatch):
     record("table7_interpolation", "Spiral", "rmse_clean", 0.048, **spiral)  # 10x below ContiFormer's raw number
     row = verdict(tmp_path, "8")  # ContiFormer normalises and scores every point: another protocol, never for
     assert row.verdict == "not tested at this scale (of 3 benchmarks: 2 not tested, 1 other protocol)"
-    assert "other protocol: Table 7 Spiral vs ContiFormer (ContiFormer's spiral script" in row.evidence
+    assert "other protocol: Table 7 Spiral vs ContiFormer (ContiFormer's spiral.py" in row.evidence
     synthetic = dict(spiral, n_seeds=5, ours_std=0.005, scale=scale(epochs=(50, 50), seeds=(5, 5)),
                      learned=report.learned(0.2545, 0.4686, "the training mean"))
     record("table7_interpolation", "Synthetic, 3-10 observed", "mse_noisy", 0.2545, **synthetic)  # HeTVAE 0.223 +- 0.07
