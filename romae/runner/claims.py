@@ -16,7 +16,7 @@ A cell reads **for** (matches, within tolerance or better than its reference; a 
 **at ceiling** (for, but a trivial predictor or a standard baseline run beside ours reaches the reference too:
 `judge.ceiling`), **against** (worse than a comparator the claim says it beats), **not reproduced** (our number
 differs from the paper's: for a claim judged on the paper's own numbers, `judge` = numbers, a row worse than the
-paper; a reference below the attainable floor), **untested** (not run, a gate failed, not resolved, a reduced run),
+paper), **untested** (not run, a gate failed, not resolved, a reduced run),
 **device** (measured on another device class) or **protocol** (the peer's protocol differs or is unknown).
 The claim's outcome (`outcome`), from its like-for-like cells:
 
@@ -283,7 +283,7 @@ def name_of(cell: dict) -> str:
 
 
 def _short(status: str) -> str:
-    """A status without its qualifiers and seeds note: 'worse than the paper', 'not reproduced: ... floor 0.0275'."""
+    """A status without its qualifiers and seeds note: 'worse than the paper', 'at ceiling: matches, as ...'."""
     s = status.split("; ")[0]
     return re.sub(r" \((?:[a-z -]+, )*[a-z -]+\)$", "", s)
 

@@ -64,7 +64,7 @@ comparison mixes units, its number is checked in the paper's unit (reproduced or
 the comparator's unit. Each evidence cell is read from our best row: *for* (matches, within tolerance or better
 than its reference; a claim in words that holds), *at ceiling* (for, but a trivial predictor or a standard baseline
 run beside ours reaches the reference too: it cannot tell models apart), *against* (worse than a comparator the claim
-says it beats), *not reproduced* (our number differs from the paper's; a reference below the attainable floor),
+says it beats), *not reproduced* (our number differs from the paper's),
 *not tested* (not run, a gate failed, not resolved at this scale, a reduced run), *other device* or *other protocol*.
 A claim is **confirmed** when every cell is for, **partially confirmed** when some are for and the others are not
 (each named), **contradicted** when some are against and none for, **not reproduced** when our numbers differ and

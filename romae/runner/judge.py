@@ -5,9 +5,6 @@ reviewer would sign, stated in SUMMARY.md:
 - **seeds** (`seed_values`): a row is judged on all its seeds (its mean and t interval); where the run published
   them (`tables/<experiment>_per_seed.csv`), the verdict lists each seed's value beside it, so a seed far from the
   others is seen, never left out ("5 seeds: 0.0043, 0.0052, 0.006, 0.0049, 0.903").
-- **floor** (`floor_of`): a reference better than what any model can reach on the data (paper_values' `floor`,
-  a number the notebook computed, e.g. least squares in the Spiral generator's own family) is not reproducible:
-  a row worse than it reads "not reproduced: the paper's 0.0183 lies below the attainable floor 0.0275".
 - **ceiling** (`ceiling`): a cell where a trivial predictor or a standard baseline run beside ours (a row
   '<setting>, <name> (baseline)' or '<setting>, baseline: <name>' of the same run) also reaches the reference
   cannot tell models apart: the claims read it "at ceiling", not for.
@@ -19,12 +16,11 @@ from __future__ import annotations
 
 import functools
 import math
-from fnmatch import fnmatchcase
 from pathlib import Path
 
 import pandas as pd
 
-from ..compendium.verdicts import LEARN_FACTOR, _parse, learned_now, qualifiers, row_status as gated_status
+from ..compendium.verdicts import LEARN_FACTOR, _parse, learned_now, row_status as gated_status
 from ..compendium.verdicts import status as compare
 
 
@@ -79,49 +75,14 @@ def seed_values(row: dict, tables: Path) -> pd.DataFrame | None:
     return pd.DataFrame({"seed": mine.seed.to_numpy(), "value": mine[row["metric"]].astype(float).to_numpy()})
 
 
-# --- the reference's attainable floor -----------------------------------------------------------------------
-
-def floor_of(paper: dict, tables: Path) -> tuple[float, str] | None:
-    """(value, what) of the attainable floor paper_values names for a row (`floor`: 'table|row pattern|column',
-    read from `tables/<table>.csv`, first column matched), or None."""
-    spec = str(paper.get("floor") or "").strip()
-    if not spec:
-        return None
-    try:
-        table, pattern, column = spec.split("|")
-    except ValueError:
-        raise ValueError(f"paper_values.csv: floor {spec!r} must be 'table|row pattern|column'") from None
-    frame = _table(Path(tables) / f"{table}.csv")
-    if frame is None:
-        return None
-    hit = frame[[fnmatchcase(str(v), pattern) for v in frame.iloc[:, 0]]]
-    if hit.empty or column not in hit.columns:
-        return None
-    return float(hit[column].iloc[0]), f"{str(hit.iloc[0, 0]).split(' (')[0]}: {table}"
-
-
-def _below_floor(paper: dict, floor: float) -> bool:
-    return (paper.get("better") == "lower" and paper["paper"] < floor) or \
-           (paper.get("better") == "higher" and paper["paper"] > floor)
-
-
 # --- the row's verdict ----------------------------------------------------------------------------------------
 
 def judge(paper: dict, row: dict, tables: Path) -> str:
     """The verdict of a result row against its reference (a paper_values row, or a peer's number in that shape)
     for the summary and the claims: the gated comparison (`romae.compendium.verdicts.row_status`) on all its seeds,
-    each seed's value listed where the run published them (`seeds_note`), a reference below the attainable floor
-    named (`floor_of`)."""
+    each seed's value listed where the run published them (`seeds_text`)."""
     seeds_note = seeds_text(row, tables)
     state = gated_status(paper, row)
-    quals = qualifiers(row.get("scale"), row.get("profile", ""))
-    bare = state.split(" (")[0] if quals else state
-    floor = floor_of(paper, tables)
-    if floor is not None and bare.startswith(("worse than", "differs")) and _below_floor(paper, floor[0]):
-        who = "the paper's" if paper.get("reference", "paper") == "paper" else f"{paper['reference']}'s"
-        bare = (f"not reproduced: {who} {paper['paper']:g} lies below the attainable floor {floor[0]:.3g}, "
-                f"{floor[1]}")
-        state = f"{bare} ({', '.join(quals)})" if quals else bare
     return f"{state}; {seeds_note}" if seeds_note else state
 
 
@@ -173,4 +134,4 @@ def peer_reference(paper: dict, peer: dict) -> dict:
     tol = 2 * float(std) if std not in (None, "") and math.isfinite(float(std)) else 0.02 * abs(float(peer["value"]))
     return dict(experiment=paper["experiment"], setting=paper["setting"], metric=paper["metric"],
                 paper=float(peer["value"]), paper_std=std, rule="abs", tolerance=tol, better=paper.get("better", ""),
-                reference=peer["model"], expect="", floor="")
+                reference=peer["model"], expect="")
