@@ -4,6 +4,7 @@ import json
 
 import matplotlib
 import pandas as pd
+from pathlib import Path
 import pytest
 import torch
 
@@ -120,6 +121,16 @@ def test_figures_say_profile_and_keep_labels_apart():
     fig.canvas.draw()
     assert not ax.get_legend().get_window_extent().overlaps(ax.get_window_extent())
     plt.close(fig)
+    # the committed make gpu-check measurement, when there is one, stands beside ours with its device named
+    gpu = dict(device="NVIDIA H200", torch="2.11.0+cu130", batch=64, speeds=dict(absolute=1.0, quantized=0.92,
+                                                                                continuous=0.921))
+    ax = compute.plot_table9(t9, "cpu (test)", "quick", compute.table9_scale(compute.ComputeConfig()), gpu=gpu).axes[0]
+    assert [round(b.get_height(), 3) for b in ax.patches][3:] == [1.0, 0.92, 0.921]
+    assert any("NVIDIA H200" in t.get_text() and "gpu-check" in t.get_text() for t in ax.get_legend().get_texts())
+    assert compute.gpu_table9(Path("/nonexistent.json")) is None
+    committed = compute.gpu_table9()  # reports/gpu/table9_cuda.json, as committed
+    assert committed is None or set(committed["speeds"]) == {"absolute", "quantized", "continuous"}
+    plt.close("all")
     sweep = pd.DataFrame([dict(n_tokens=n, backend=b, seconds_per_step=1e-4 * n ** (1 + (b == "math")),
                                activation_MB=0.01 * n ** (1 + (b == "math")), attention_matrix_MB=1e-3 * n * n)
                           for b in ("default", "math") for n in (64, 128, 256)])

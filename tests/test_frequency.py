@@ -115,14 +115,14 @@ def test_smoke_experiment_writes_reports(tmp_path, monkeypatch):
 
 
 def _texts_apart(res):
-    """Figures 3 and 4 as drawn: the two panels' legends do not overlap each other (they did with two
-    columns each), and the suptitle does not overlap a panel title (Figure 4's two-line titles)."""
+    """Figures 3 and 4 as drawn: the three panels' legends do not overlap each other (they did with two
+    columns each), Figure 3's tested line lies over its markers, and the suptitle does not overlap a panel title (Figure 4's two-line titles)."""
     import matplotlib.pyplot as plt
 
     fig = F.plot_fig3(res)
     fig.canvas.draw()
-    left, right = (ax.get_legend().get_window_extent() for ax in fig.axes[:2])
-    assert not left.overlaps(right)
+    boxes = [ax.get_legend().get_window_extent() for ax in fig.axes[:3]]
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
     plt.close(fig)
     fig = F.plot_fig4(res)
     fig.canvas.draw()
@@ -219,3 +219,28 @@ def test_trivial_predictors():
         F.trivial_reconstruction(s, "median")
     triv = F.trivial(F.config("smoke"))
     assert triv["how"] in F.TRIVIAL and len(triv["one"]) == 16 and 0.1 < triv["one"].time_mse_noisy.mean() < 0.6
+
+
+def test_figure_3_draws_the_tested_line_over_its_markers():
+    """The claim's slope line (f >= 9 Hz) is drawn on its own panel, over the per-frequency means it fits."""
+    import types
+
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    freqs = [1, 3, 5, 7, 9, 12, 15, 18, 21, 24]
+    rng = np.random.default_rng(0)
+    one = pd.DataFrame([dict(f1=f, fft_mse=1e-4 * (1 + 0.05 * f) + 1e-6 * rng.standard_normal(),
+                             time_mse_noisy=0.02, time_mse_clean=0.01) for f in freqs for _ in range(3)])
+    two = pd.DataFrame([dict(f1=a, f2=b, fft_mse=1e-3, time_mse_noisy=0.1, time_mse_clean=0.09)
+                        for a in freqs for b in freqs if a < b])
+    res = dict(one=one, two=two, trivial=dict(one=one.assign(fft_mse=5e-3), name="predicting 0"), profile="paper",
+               config=types.SimpleNamespace(position_scale=99.0))
+    fig = F.plot_fig3(res)
+    fig.canvas.draw()
+    markers, line = fig.axes[1].lines[0], fig.axes[1].lines[-1]
+    assert line is not markers and line.get_zorder() > markers.get_zorder()
+    assert "slope" in line.get_label() and len(line.get_xdata()) == 6  # f = 9 ... 24
+    boxes = [ax.get_legend().get_window_extent() for ax in fig.axes[:3]]
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    plt.close(fig)

@@ -136,11 +136,17 @@ def test_smoke_experiment_writes_reports(tmp_path, monkeypatch):
 
     fig = F.plot_table7(res, I.spiral_diagnostics(res))
     labels = " ".join(t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts())
-    assert f"{diag[F.FLOOR]:.4f}" in labels and "HeTVAE (peer): 0.223 +- 0.07" in labels and "noise variance" in labels
-    assert "one seed (seed 0)" in fig.axes[0].get_title()
+    assert f"{diag[F.FLOOR]:.4f}" in labels and "HeTVAE (peer, protocol not stated): 0.223 +- 0.07" in labels
+    assert "noise variance" in labels and "not a bound" in labels
+    # ContiFormer's number is another protocol's: named in the legend, no point on the panel's axis
+    assert "ContiFormer (peer) 0.49: another protocol" in labels
+    assert not any(0.3 < y < 0.7 for line in fig.axes[0].get_lines() for y in line.get_ydata())
+    assert "one seed (seed 0)" in fig.axes[0].get_title() and fig.axes[0].get_xlabel()
     assert all(ax.get_ylabel() for ax in F.plot_fig8_marked(res).axes[::3])
     curves = F.plot_training_curves(res)
     assert all(any(line.get_linestyle() == ":" for line in ax.get_lines()) for ax in curves.axes)
+    curves.canvas.draw()  # the legends sit under the panels, off the curves
+    assert all(ax.get_legend().get_window_extent().y1 <= ax.get_window_extent().y0 for ax in curves.axes)
     per_protocol = F.synthetic_protocols(res)
     n = len(res["synthetic"]["runs"])
     assert per_protocol.loc["3-10", f"mse_noisy, mean of {n} seeds"] == pytest.approx(

@@ -28,6 +28,7 @@ import math
 import statistics
 from contextlib import nullcontext
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -300,23 +301,51 @@ def sweep_slopes(sweep: pd.DataFrame, last: int = 3) -> pd.DataFrame:
 # ---------------------------------------------------------------- figures
 
 
-def plot_table9(t9: pd.DataFrame, device: str, profile: str, row_scale: dict):
-    """Ratios only: our speed of each encoding relative to absolute sin/cos (bars), the paper's ratios marked
-    (black lines). No absolute times: a CPU step at batch 8 and a GTX 1650 Ti at batch 64 share no scale.
+def gpu_table9(path: Path | None = None) -> dict | None:
+    """The relative speeds `make gpu-check` measured on a GPU (<repo>/reports/gpu/table9_cuda.json, committed with
+    the device named): {"device", "torch", "batch", "speeds": {encoding: relative speed}}, or None without one."""
+    import json
+
+    path = path or report.ROOT / "reports" / "gpu" / "table9_cuda.json"
+    try:
+        data = json.loads(Path(path).read_text())
+        settings = data["settings"]
+        speeds = {k: float(v["relative_speed"]) for k, v in data.items() if k != "settings"}
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return dict(device=str(settings.get("device", "a GPU")), torch=str(settings.get("torch", "?")),
+                batch=settings.get("batch"), speeds=speeds)
+
+
+def plot_table9(t9: pd.DataFrame, device: str, profile: str, row_scale: dict, gpu: dict | None = None):
+    """Ratios only: our speed of each encoding relative to absolute sin/cos (bars: this run's device, and beside it
+    the GPU measurement of `make gpu-check` when one is committed, `gpu_table9`), the paper's ratios marked (black
+    lines). No absolute times: a CPU step at batch 8 and a GTX 1650 Ti at batch 64 share no scale.
     row_scale: the rows' scale (`table9_scale`): on another device class the title says "NOT comparable"."""
     import matplotlib.pyplot as plt
     comparable = row_scale["device"][0] == row_scale["device"][1]
-    fig, ax = plt.subplots(figsize=(6.2, 4.0), layout="constrained")
+    fig, ax = plt.subplots(figsize=(6.6, 4.2), layout="constrained")
     x = np.arange(len(t9))
-    ax.bar(x, t9.relative_speed, 0.55, color="C0", label=f"ours ({device}, batch {row_scale['data'][0]})")
-    ax.hlines(t9.paper_relative_speed, x - 0.36, x + 0.36, colors="k", lw=2.5,
+    on_gpu = [gpu["speeds"].get(e) for e in t9.positional_encoding] if gpu else []
+    width = 0.36 if gpu else 0.55
+    left = x - width / 2 if gpu else x
+    ax.bar(left, t9.relative_speed, width, color="C0", label=f"ours ({device}, batch {row_scale['data'][0]})")
+    for xi, ours in zip(left, t9.relative_speed):
+        ax.text(xi, 0.45, f"{ours:.3f}", ha="center", va="center", fontsize=8, color="w", rotation=90)
+    if gpu:
+        ax.bar(x + width / 2, [np.nan if v is None else v for v in on_gpu], width, color="C2",
+               label=f"ours ({gpu['device']}, torch {gpu['torch']}, batch {gpu['batch']}; make gpu-check)")
+        for xi, v in zip(x + width / 2, on_gpu):
+            if v is not None:
+                ax.text(xi, 0.45, f"{v:.3f}", ha="center", va="center", fontsize=8, color="w", rotation=90)
+    ax.hlines(t9.paper_relative_speed, x - 0.45, x + 0.45, colors="k", lw=2.5,
               label=f"paper ({PAPER_GPU}, batch {PAPER_TIMING['batch']}, the authors' code)")
-    for xi, ours, paper in zip(x, t9.relative_speed, t9.paper_relative_speed):
-        ax.text(xi, 0.45, f"ours\n{ours:.3f}", ha="center", va="center", fontsize=8, color="w")
-        ax.text(xi + 0.38, paper, f"paper {paper:.2f}", ha="left", va="center", fontsize=7)
+    for xi, paper in zip(x, t9.paper_relative_speed):
+        ax.text(xi + 0.47, paper, f"paper {paper:.2f}", ha="left", va="center", fontsize=7)
     ax.set_xticks(x, t9.positional_encoding)
-    ax.set_xlim(-0.5, len(t9) - 0.5 + 0.45)
-    ax.set_ylim(0, max(1.1, 1.05 * float(np.nanmax(t9.relative_speed))))  # a noisy smoke ratio may exceed 1
+    ax.set_xlim(-0.6, len(t9) - 0.5 + 0.55)
+    top = max([1.1, 1.05 * float(np.nanmax(t9.relative_speed))] + [1.05 * v for v in on_gpu if v is not None])
+    ax.set_ylim(0, top)  # a noisy smoke ratio may exceed 1
     ax.set_ylabel("training steps/s relative to absolute (= 1)")
     state = "comparable with the paper" if comparable else f"NOT comparable: other device ({PAPER_GPU} in the paper)"
     ax.set_title(f"Table 9: relative speed {title_tag(profile)}\n{state}", fontsize=9)

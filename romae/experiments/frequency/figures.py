@@ -41,14 +41,15 @@ def _tag(res: dict) -> str:
 def plot_fig3(res: dict, f_min: int = 9):
     """Figure 3: mean (+- std) FFT MSE (left) and time-domain MSE (right) vs frequency, one mode;
     the two-mode series averaged over the pairs that contain f are overlaid (dashed); grey: the trivial
-    predictor (`trivial`) on the same series; black: the least-squares line of the one-mode FFT MSE over
-    f >= f_min, whose slope is the paper's claim (> 0, App. B.4)."""
+    predictor (`trivial`) on the same series. Middle: the claim's test on its own scale, the one-mode FFT MSE over
+    f >= f_min (per-frequency means) with its least-squares line drawn over the markers (red), whose slope is the
+    paper's claim (> 0, App. B.4)."""
     one, two = res["one"], res["two"]
     both = pd.concat([two.assign(f=two.f1), two.assign(f=two.f2)])  # each pair counts for both its frequencies
     triv = res["trivial"]["one"]
-    fig, axes = plt.subplots(1, 2, figsize=(11, 5))
+    fig, axes = plt.subplots(1, 3, figsize=(16, 5.2), width_ratios=(1, 0.8, 1))
     for ax, cols, title in ((axes[0], [("fft_mse", "FFT MSE", "tab:blue")], "MSE on the FFT"),
-                            (axes[1], [("time_mse_noisy", "vs noisy", "tab:blue"),
+                            (axes[2], [("time_mse_noisy", "vs noisy", "tab:blue"),
                                        ("time_mse_clean", "vs clean", "tab:green")],
                              "MSE in the time domain (hidden points)")):
         for col, label, color in cols:  # one colour per metric: solid = 1 mode, dashed = 2 modes
@@ -62,11 +63,13 @@ def plot_fig3(res: dict, f_min: int = 9):
         ax.plot(t.index, t.values, color="tab:gray", ls="-.", marker="x", label=f"trivial, 1 mode, {cols[0][1]}")
         ax.set(xlabel="frequency f [Hz]", ylabel="MSE", title=title)
     fit = trend_fit(one, "fft_mse", f_min)
-    if fit is not None:
-        m = one[one.f1 >= f_min].groupby("f1").fft_mse.mean()
-        axes[0].plot(m.index, fit["slope"] * m.index.values + fit["intercept"], color="k", lw=1.5,
-                     label=f"least-squares line f >= {f_min} Hz: slope {fit['slope']:.2g} /Hz, 95 % CI "
-                           f"[{fit['low']:.2g}, {fit['high']:.2g}] (paper: > 0)")
+    m = one[one.f1 >= f_min].groupby("f1").fft_mse.mean()
+    axes[1].plot(m.index, m.values, "o", color="tab:blue", ms=6, zorder=2, label=f"1 mode, FFT MSE, mean per f")
+    if fit is not None:  # drawn over the markers, on the claim's own scale
+        axes[1].plot(m.index, fit["slope"] * m.index.values + fit["intercept"], color="tab:red", lw=2, zorder=3,
+                     label=f"least-squares line: slope {fit['slope']:.2g} /Hz,\n95 % CI [{fit['low']:.2g}, "
+                           f"{fit['high']:.2g}] (paper: > 0)")
+    axes[1].set(xlabel="frequency f [Hz]", ylabel="FFT MSE", title=f"The claim's test: 1 mode, f >= {f_min} Hz")
     for ax in axes:  # one column under each panel: two columns were wider than the panel and overlapped
         ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=1)
     fig.suptitle(f"Frequency retention: interpolating 50 of 100 points ({_tag(res)}); "

@@ -45,14 +45,15 @@ def seed_colours(seeds) -> dict:
 
 def plot_accuracy(res: dict):
     """Test accuracy of every variant of every dataset: one colour per seed (points side by side, so equal
-    values stay visible), the mean +- std over seeds in black, beside the paper's RoMAE (thin black line) and the
-    best published peer of that dataset (broad orange band, so both stay visible where they are equal), each
-    labelled with its value."""
+    values stay visible), the mean +- std over seeds in black, the baselines run beside it (right of the seeds,
+    each on its own slot, so equal values stay visible), the paper's RoMAE (thin black line) and the best published peer
+    of that dataset (broad orange band, so both stay visible where they are equal); their values are in the legend,
+    never written over the data."""
     names = list(res["results"])
     peers = pd.DataFrame(peer_values(EXPERIMENT))
     colours = seed_colours({s for r in res["results"].values() for s in r["per_seed"].seed})
     columns = [(name, v) for name in names for v in res["results"][name]["per_seed"].variant.unique()]
-    fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(columns) + 2), 4.2))
+    fig, ax = plt.subplots(figsize=(max(6.5, 1.5 * len(columns) + 2.5), 4.4))
     x0, ticks, centres = 0, [], []
     for name in names:
         f = res["results"][name]["per_seed"]
@@ -60,37 +61,32 @@ def plot_accuracy(res: dict):
         for k, variant in enumerate(variants):
             g = f[f.variant == variant].sort_values("seed")
             for i, (seed, acc) in enumerate(zip(g.seed, g.accuracy)):
-                ax.plot(x0 + k + (i - (len(g) - 1) / 2) * 0.12, acc, "o", color=colours[seed], ms=6,
+                ax.plot(x0 + k - 0.28 + (i - (len(g) - 1) / 2) * 0.1, acc, "o", color=colours[seed], ms=6,
                         label=f"seed {seed}")
             if len(g) > 1:
-                ax.errorbar(x0 + k + 0.3, g.accuracy.mean(), yerr=g.accuracy.std(ddof=1), fmt="_", color="k", ms=12,
+                ax.errorbar(x0 + k - 0.02, g.accuracy.mean(), yerr=g.accuracy.std(ddof=1), fmt="_", color="k", ms=12,
                             capsize=3, label="mean +- std over seeds")
             else:  # one seed: no spread to draw
-                ax.plot(x0 + k + 0.3, g.accuracy.mean(), "_", color="k", ms=12, label="mean (one seed: std n/a)")
+                ax.plot(x0 + k - 0.02, g.accuracy.mean(), "_", color="k", ms=12, label="mean (one seed: std n/a)")
             base = res["results"][name].get("baselines")
             if base is not None:  # the baselines with the same labelled series, on the same test series
                 labels = variant.split(", ", 1)[1] if ", " in variant else "all labels"
-                for model, colour, style in (("1-NN DTW", "tab:red", ":"), ("MiniRocket", "tab:purple", "--"),
-                                             ("regridded MiniRocket", "tab:green", "-.")):
+                for j, (model, colour, style) in enumerate((("1-NN DTW", "tab:red", ":"),
+                                                            ("MiniRocket", "tab:purple", "--"),
+                                                            ("regridded MiniRocket", "tab:green", "-."))):
                     b = base[(base.model == model) & (base.labels == labels)]
-                    if len(b):
-                        ax.hlines(b.accuracy.mean(), x0 + k - 0.4, x0 + k + 0.4, colors=colour, linestyles=style,
+                    if len(b):  # right of the seeds, each baseline on its own slot: equal values stay visible
+                        lo = x0 + k + 0.08 + j * 0.12
+                        ax.hlines(b.accuracy.mean(), lo, lo + 0.1, colors=colour, linestyles="-", lw=2.5,
                                   label=f"{model}, same labels (baseline)")
         p = peers[peers.benchmark == name]
         if len(p):  # the paper's RoMAE (thin black) over the best peer (broad orange band): both seen when equal
             lo, hi = x0 - 0.4, x0 + len(variants) - 0.4
             mine = p[p.model.str.startswith("RoMAE")].value.iloc[0]
             best = p[~p.model.str.startswith("RoMAE")].sort_values("value").iloc[-1]
-            ax.hlines(best.value, lo, hi, colors="tab:orange", lw=6, alpha=0.35, label="best peer (published)")
-            ax.hlines(mine, lo, hi, colors="k", lw=1.2, label="RoMAE (paper)")
-            close = abs(mine - best.value) < 0.01
-            ax.annotate(f"RoMAE (paper) {mine:.4f}", (hi, mine), xytext=(-2, 5 if close or mine > best.value else -5),
-                        textcoords="offset points", ha="right", va="bottom" if close or mine > best.value else "top",
-                        fontsize=7, bbox=dict(fc="white", ec="none", alpha=0.8, pad=0.3))
-            ax.annotate(f"best peer, {best.model} {best.value:.4f}", (lo, best.value),  # at the left: off the points
-                        xytext=(2, -6 if close or best.value < mine else 6), textcoords="offset points", ha="left",
-                        va="top" if close or best.value < mine else "bottom", fontsize=7, color="tab:orange",
-                        bbox=dict(fc="white", ec="none", alpha=0.8, pad=0.3))
+            ax.hlines(best.value, lo, hi, colors="tab:orange", lw=6, alpha=0.35,
+                      label=f"{name}: best peer (published), {best.model} {best.value:.4f}")
+            ax.hlines(mine, lo, hi, colors="k", lw=1.2, label=f"{name}: RoMAE (paper) {mine:.4f}")
         ticks += [x0 + k for k in range(len(variants))]
         centres.append(x0 + (len(variants) - 1) / 2)
         x0 += len(variants) + 0.6
