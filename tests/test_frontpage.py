@@ -116,7 +116,7 @@ def test_claim_1_reads_a_number_worse_than_the_papers_as_not_reproduced(tmp_path
     assert outcome(tmp_path, "1") == "partially confirmed"
 
 
-def test_claim_7_is_judged_like_for_like(tmp_path):
+def test_claim_7_is_judged_like_for_like(tmp_path, monkeypatch):
     pend = dict(profile="paper", reports_dir=tmp_path, device=CPU, n_seeds=20, ours_std=0.14,
                 scale=scale(epochs=(50, 50), seeds=(20, 20)), learned=report.learned(3.2, 43.0, "the mean"))
     record("table5_pendulum", "authors' configuration: test, authors' logged metric", "sum_per_sequence", 3.22, **pend)
@@ -131,6 +131,10 @@ def test_claim_7_is_judged_like_for_like(tmp_path):
     assert outcome(tmp_path, "7") == "partially confirmed"
     record("table5_pendulum", "authors' configuration: test, authors' logged metric", "sum_per_sequence", 9.0, **pend)
     assert verdict(tmp_path, "7").verdict.endswith("the paper's own number in its unit: not reproduced)")
+    # S5's numbers sit in paper_values as its reference: compared only where its protocol is stated as ours
+    monkeypatch.setattr(claims, "protocols", lambda: {})
+    with pytest.raises(ValueError, match="with S5"):
+        verdict(tmp_path, "7")
 
 
 def test_speed_on_another_device_is_not_comparable_and_the_gpu_is_shown(tmp_path):

@@ -229,10 +229,13 @@ def cells(claim: dict, rows: pd.DataFrame, folder: Path) -> list[dict]:
                     raise ValueError(f"{CLAIMS.name}: claim {claim['claim']}: no published {peer} number for "
                                      f"{experiment} / {p['setting']} in peer_values.csv")
                 ref = judge.peer_reference(p, found)
-                protocol = protocols().get((experiment, p["setting"], peer))
+            who = peer or (p.get("reference") if p.get("reference") not in ("paper", "the authors' code", None, "")
+                           else "")
+            if who:  # a peer's number (peer_values, or a paper_values row that holds one): in its protocol only
+                protocol = protocols().get((experiment, p["setting"], who))
                 if protocol is None:
                     raise ValueError(f"{PROTOCOLS.name}: claim {claim['claim']} compares {experiment} / "
-                                     f"{p['setting']} with {peer}: say whether its protocol is ours (same, differs, "
+                                     f"{p['setting']} with {who}: say whether its protocol is ours (same, differs, "
                                      "unknown)")
             for profile in (None, GPU_PROFILE) if experiment == "table9_compute" else (None,):
                 row = best_row(rows, experiment, p["setting"], metric, profile)
