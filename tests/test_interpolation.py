@@ -59,6 +59,76 @@ def test_spiral_rmse():
     assert S.rmse(pred, target, hidden) == pytest.approx(np.sqrt(25 / 2))
 
 
+def test_contiformer_spirals_follow_its_protocol():
+    """ContiFormer's spiral.py: 150 points on [0, 6 pi], noise 0.05 on the raw coordinates, min-max normalised over
+    all 300 clean trajectories; 50 of the first 75 points observed, one set shared by the test spirals."""
+    cfg = S.ContiFormerConfig()
+    train, test = S.contiformer_spirals("train"), S.contiformer_spirals("test")
+    assert train["values"].shape == (200, 150, 2) and test["values"].shape == (100, 150, 2)
+    assert train["t"].shape == (150,) and np.isclose(train["t"][-1], 6 * np.pi)
+    # each coordinate's min and max over ALL clean points (train and test) are 0 and 1; clean and noisy share the map
+    both = np.concatenate([train["clean"], test["clean"]])
+    np.testing.assert_allclose(both.min(axis=(0, 1)), 0, atol=1e-6)
+    np.testing.assert_allclose(both.max(axis=(0, 1)), 1, atol=1e-6)
+    lo, hi = S.contiformer_range(cfg)
+    raw_noise = (train["values"] - train["clean"]) * (hi - lo)  # back in raw units
+    assert abs(raw_noise.std() - 0.05) < 0.002 and abs(raw_noise.mean()) < 0.002
+    # the same curves as `spirals`' sets, continued from 75 to 150 points (same seeds, same geometry)
+    np.testing.assert_allclose(train["clean"][:, :75] * (hi - lo) + lo, S.spirals("train")["clean"], atol=1e-4)
+    assert not np.isin(test["a"], train["a"]).any()  # disjoint streams
+    # 50 of the first 75 observed, one set for every test spiral; training draws its own sets per batch
+    obs = test["observed"]
+    assert obs.shape == (100, 150) and (obs.sum(1) == 50).all() and not obs[:, 75:].any()
+    assert (obs == obs[0]).all() and "observed" not in train
+    t1 = S.contiformer_spirals("test", trial=1)  # a trial re-draws the noise and the observed set, not the curves
+    np.testing.assert_array_equal(t1["clean"], test["clean"])
+    assert not np.array_equal(t1["observed"], obs) and not np.array_equal(t1["values"], test["values"])
+    np.testing.assert_array_equal(S.contiformer_spirals("test")["values"], test["values"])  # deterministic
+    for bad in (dict(n_obs=76), dict(test_seed=0), dict(train_target="both")):
+        with pytest.raises(ValueError):
+            S.ContiFormerConfig(**bad)
+
+
+def test_contiformer_scores_by_hand():
+    """spiral.py's formulas: RMSE = sqrt(mean over spirals and points of the squared error summed over (x, y)), MAE
+    likewise with |error|, over every point; and the RMSE at the unobserved points alone."""
+    target = np.zeros((2, 3, 2))
+    pred = target.copy()
+    pred[0, 1] = [3.0, 4.0]  # squared error 25, absolute 7 (unobserved)
+    pred[1, 2] = [0.0, 1.0]  # squared error 1, absolute 1 (observed)
+    observed = np.array([[True, False, False], [False, False, True]])
+    got = S.contiformer_scores(pred, target, observed)
+    assert got["rmse"] == pytest.approx(np.sqrt(26 / 6)) and got["mae"] == pytest.approx(8 / 6)
+    assert got["rmse_unobserved"] == pytest.approx(np.sqrt(25 / 4))
+    p, t = torch.as_tensor(pred), torch.as_tensor(target)  # spiral.py's own lines, in torch
+    assert got["rmse"] == pytest.approx(float(torch.sqrt(((p - t) ** 2).sum(dim=-1).mean())))
+    assert got["mae"] == pytest.approx(float(torch.abs(p - t).sum(dim=-1).mean()))
+
+
+def test_contiformer_training_mask():
+    """One observed set per batch, 50 of the first 75; the hidden tokens hold the clean targets, the visible ones the
+    noisy values."""
+    cfg = S.ContiFormerConfig()
+    d = S.contiformer_spirals("train", cfg)
+    batch = dict(values=torch.as_tensor(d["values"][:8]), target=torch.as_tensor(d["clean"][:8]),
+                 positions=torch.as_tensor(d["t"], dtype=torch.float32).expand(8, 1, 150))
+    transform = I.window_mask(cfg)
+    torch.manual_seed(0)
+    out, again = transform(batch), transform(batch)
+    assert set(out) == {"values", "positions", "mask"}
+    mask = out["mask"]
+    assert (mask == mask[0]).all() and (~mask).sum(1).eq(50).all() and mask[:, 75:].all()
+    torch.testing.assert_close(out["values"][mask], batch["target"][mask])
+    torch.testing.assert_close(out["values"][~mask], batch["values"][~mask])
+    assert not torch.equal(again["mask"], mask)  # a fresh set per batch
+    model = RoMAEForPreTraining(I.model_config(I.RunConfig(encoder="tiny-shallow"), 2, 100 / 150))
+    pred, loss = model(**out)  # the model takes the batch as it is: 100 hidden tokens per spiral
+    assert pred.shape == (8, 100, 2) and torch.isfinite(loss)
+    model.eval()  # the clean targets at the hidden tokens reach the loss only, never the predictions
+    other = torch.where(out["mask"][..., None], torch.randn_like(out["values"]), out["values"])
+    torch.testing.assert_close(model(other, out["positions"], mask=out["mask"])[0], model(**out)[0])
+
+
 def test_synthetic_generator():
     cfg = Y.SyntheticConfig()
     assert cfg.sizes() == dict(train=1600, valid=200, test=200)
@@ -116,7 +186,22 @@ def test_smoke_experiment_writes_reports(tmp_path, monkeypatch):
     again = I.run("smoke", reports_dir=reports, cache_dir=cache)  # from the cache, same numbers
     pd.testing.assert_frame_equal(trials, again["spiral"]["runs"][0]["trials"])
     assert len(list(cache.glob("spiral_model-*.pt"))) == 1
-    for plot in (I.plot_fig7, I.plot_fig8, I.plot_learning_curves, I.plot_comparison):
+    # Spiral in ContiFormer's protocol: its own kept training and rows, right under ContiFormer's published row
+    assert len(list(cache.glob("spiral_contiformer_model-*.pt"))) == 1
+    cf = results[results.setting == I.CONTIFORMER].set_index("metric")
+    assert set(cf.index) == {"rmse", "rmse_unobserved", "mae"} and np.isfinite(cf.ours).all()
+    assert (cf.experiment == I.EXPERIMENT).all() and "noisy observed values are scored" in cf.note["rmse"]
+    assert json.loads(cf.learned["rmse"])["predictor"] == I.TRIVIAL["spiral_contiformer"]
+    cf_trials = pd.concat([r["trials"] for r in res["spiral_contiformer"]["runs"]])
+    assert cf.ours["rmse"] == pytest.approx(cf_trials.rmse.mean()) and len(cf_trials) == 2
+    order = list(zip(table.benchmark, table.model))
+    at = order.index(("Spiral", "ContiFormer"))
+    assert order[at + 1: at + 4] == [(I.CONTIFORMER, "RoMAE-tiny (ours)")] * 3
+    assert set(res["flags"]) == {"Spiral", "Synthetic", I.CONTIFORMER}
+    pd.testing.assert_frame_equal(cf_trials, pd.concat([r["trials"] for r in again["spiral_contiformer"]["runs"]]))
+    from romae.experiments import interpolation_figures as F
+
+    for plot in (F.plot_fig7, F.plot_fig8, F.plot_learning_curves, F.plot_contiformer):
         fig = plot(res)
         text = " ".join([fig._suptitle.get_text() if fig._suptitle else ""] + [a.get_title() for a in fig.axes])
         assert "smoke profile" in text and "reduced)" in text  # Synthetic's also says "fewer seeds"
@@ -132,8 +217,6 @@ def test_smoke_experiment_writes_reports(tmp_path, monkeypatch):
     assert diag[I.SPIRAL_READINGS["rmse_clean_per_coordinate"]] == pytest.approx(
         diag[I.SPIRAL_READINGS["rmse_clean"]] / np.sqrt(2))
     # notebook 15's figures mark what they compare with: the floor from the diagnostics, the peers' stds, the seeds
-    from romae.experiments import interpolation_figures as F
-
     fig = F.plot_table7(res, I.spiral_diagnostics(res))
     labels = " ".join(t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts())
     assert f"{diag[F.FLOOR]:.4f}" in labels and "HeTVAE (peer, protocol not stated): 0.223 +- 0.07" in labels
@@ -142,6 +225,9 @@ def test_smoke_experiment_writes_reports(tmp_path, monkeypatch):
     assert "ContiFormer (peer) 0.49: another protocol" in labels
     assert not any(0.3 < y < 0.7 for line in fig.axes[0].get_lines() for y in line.get_ydata())
     assert "one seed (seed 0)" in fig.axes[0].get_title() and fig.axes[0].get_xlabel()
+    assert "ours in ContiFormer's protocol" in labels
+    fig = F.plot_contiformer(res)
+    assert "ContiFormer's protocol" in fig._suptitle.get_text() and "RMSE" in fig.axes[0].get_title()
     assert all(ax.get_ylabel() for ax in F.plot_fig8_marked(res).axes[::3])
     curves = F.plot_training_curves(res)
     assert all(any(line.get_linestyle() == ":" for line in ax.get_lines()) for ax in curves.axes)
@@ -203,6 +289,8 @@ def test_trivial_predictors_are_the_constants():
     assert 0.3 < t["Synthetic, 3-10", "mse_noisy"] < 0.8
     assert t["Synthetic, 3-10", "mse_noisy"] > t["Synthetic, 3-10", "mse_clean"]
     assert t["Spiral"] > 1.0  # a spiral's mean is far from its points (radius several units)
+    cf = I.trivial_contiformer(prof)  # in [0, 1] coordinates: a constant is far off, the observed values are not
+    assert 0.1 < cf["rmse"] < cf["rmse_unobserved"] < 1.0 and cf["mae"] > 0.1
 
 
 def test_position_scale_reaches_the_model_inputs():

@@ -19,6 +19,13 @@ evaluation trial k (the clean test curves stay fixed across trials).
 
 Arrays returned (n spirals): t [75]; clean, values [n, 75, 2] float32; observed [n, 75] bool (True =
 observed, exactly n_obs per row); clockwise [n] bool; a, b [n].
+
+ContiFormer's own protocol (`ContiFormerConfig`, `contiformer_spirals`, `contiformer_scores`; generators.md 2.2),
+for a row that compares like for like with ContiFormer's published Spiral number: the same geometry over all 150
+points, noise sigma 0.05 on the raw coordinates, then each coordinate min-max normalised to [0, 1] with the min and
+max of ALL clean trajectories (train and test, 300 x 150 points), applied to clean and noisy alike; 50 of the FIRST
+75 points observed (test: one set for every test spiral; training: a fresh set per batch), all 150 clean points
+predicted and scored (interpolation in the first half, extrapolation in the second).
 """
 
 from __future__ import annotations
@@ -153,3 +160,97 @@ def linear_interpolation(t: np.ndarray, values: np.ndarray, observed: np.ndarray
             out[i, :, j] = np.interp(t, t[obs], values[i, obs, j])
     return out
 
+
+
+# ----------------------------------------------------------------------------- ContiFormer's own protocol
+
+@dataclass(frozen=True)
+class ContiFormerConfig:
+    """ContiFormer's Spiral protocol: microsoft/SeqML `ContiFormer/spiral.py` run as its README says
+    (`--noise_a 0.02 --cc 2`, `--noise_std` left at its default); generators.md section 2.2.
+
+    Deviations (ours, kept from `SpiralConfig`): every set is drawn from its own PCG64 stream (ContiFormer draws all
+    300 spirals from one NumPy legacy stream seeded 27, 42 or 1024 and splits them 200 / 100); with the default seeds
+    the curves are those of `spirals`' training and test sets, continued to 150 points. The test noise and the test
+    observed set are drawn per evaluation trial (`trial_seed`), the clean test curves stay fixed (ContiFormer: one
+    draw of each)."""
+
+    n_train: int = 200  # spiral.py: ntrain = 200, the first 200 of nspiral = 300
+    n_test: int = 100  # ntest = 100, the last 100
+    n_grid: int = 150  # ntotal = 150 points on linspace(0, 6 pi); every one is predicted and scored
+    n_window: int = 75  # observed points are drawn among the first int(ntotal * 0.5) = 75
+    n_obs: int = 50  # nsample = 50 observed; the other 100 (25 of the first half, all 75 of the second) hidden
+    spread: float = 0.02  # a ~ 0.02 z1, b ~ 0.3 + 0.02 z2 (README: --noise_a 0.02)
+    b_mean: float = 0.3  # spiral.py: b = .3
+    noise_std: float = 0.05  # spiral.py's default --noise_std .05, added to the raw coordinates
+    train_target: str = "clean"  # what the hidden tokens are trained towards: spiral.py's loss is against the clean
+    # trajectories (train_target = orig_trajs[:ntrain]); "noisy" would be RoMAE's own recipe
+    train_seed: int = 0
+    test_seed: int = 1  # disjoint from training
+
+    def __post_init__(self):
+        if not 0 < self.n_window <= self.n_grid:
+            raise ValueError(f"n_window must lie in (0, n_grid={self.n_grid}], got {self.n_window}")
+        if not 0 < self.n_obs <= self.n_window:
+            raise ValueError(f"n_obs must lie in (0, n_window={self.n_window}], got {self.n_obs}")
+        if self.train_target not in ("clean", "noisy"):
+            raise ValueError(f"train_target must be 'clean' or 'noisy', got {self.train_target!r}")
+        if self.train_seed == self.test_seed:
+            raise ValueError("train_seed and test_seed must differ (disjoint train and test spirals)")
+
+    @property
+    def n_points(self) -> int:
+        """Points kept per spiral (`clean_spirals`): all of the grid."""
+        return self.n_grid
+
+    def trial_seed(self, k: int) -> int:
+        """Seed of evaluation trial k (test noise, then the observed set), distinct from `SpiralConfig`'s."""
+        return 2000 + self.test_seed * 100 + k
+
+
+def contiformer_range(cfg: ContiFormerConfig = ContiFormerConfig()) -> tuple[np.ndarray, np.ndarray]:
+    """Per coordinate min and max [2] over ALL clean trajectories, train and test (spiral.py's normalisation)."""
+    both = np.concatenate([clean_spirals(cfg.n_train, cfg.train_seed, cfg)["clean"],
+                           clean_spirals(cfg.n_test, cfg.test_seed, cfg)["clean"]]).astype(np.float64)
+    return both.min(axis=(0, 1)), both.max(axis=(0, 1))
+
+
+def window_observed(rng: np.random.Generator, cfg: ContiFormerConfig = ContiFormerConfig()) -> np.ndarray:
+    """One observed set: n_obs of the first n_window grid points, without replacement -> [n_grid] bool."""
+    row = np.zeros(cfg.n_grid, dtype=bool)
+    row[rng.choice(cfg.n_window, cfg.n_obs, replace=False)] = True
+    return row
+
+
+def contiformer_spirals(split: str, cfg: ContiFormerConfig = ContiFormerConfig(), trial: int = 0) -> dict:
+    """The 'train' or 'test' set in ContiFormer's protocol, normalised: t [150]; clean, values [n, 150, 2] float32
+    (noise added to the raw coordinates, then both min-max normalised by `contiformer_range`); clockwise, a, b [n];
+    for 'test' also observed [n, 150] bool, one set shared by every spiral of the trial. 'train' has no observed
+    set: training draws a fresh one per batch. Train noise is drawn once (spiral.py too); test trial k re-draws the
+    noise and the observed set of the fixed test curves (`trial_seed`)."""
+    if split not in ("train", "test"):
+        raise ValueError(f"split must be 'train' or 'test', got {split!r}")
+    n, seed = (cfg.n_train, cfg.train_seed) if split == "train" else (cfg.n_test, cfg.test_seed)
+    out = clean_spirals(n, seed, cfg)
+    rng = np.random.default_rng(cfg.train_seed + 20_000 if split == "train" else cfg.trial_seed(trial))
+    raw = out["clean"].astype(np.float64)
+    noisy = raw + cfg.noise_std * rng.standard_normal(raw.shape)
+    lo, hi = contiformer_range(cfg)
+    out.update(clean=((raw - lo) / (hi - lo)).astype(np.float32), values=((noisy - lo) / (hi - lo)).astype(np.float32))
+    if split == "test":
+        out["observed"] = np.broadcast_to(window_observed(rng, cfg), (n, cfg.n_grid)).copy()
+    return out
+
+
+def mae(pred: np.ndarray, target: np.ndarray, where: np.ndarray) -> float:
+    """ContiFormer's MAE at the points `where` [n, P]: mean over points of the sum over (x, y) of |error|."""
+    return float(np.abs(pred - target).sum(-1)[where].mean())
+
+
+def contiformer_scores(pred: np.ndarray, target: np.ndarray, observed: np.ndarray) -> dict[str, float]:
+    """spiral.py's test metrics over every point (rmse = sqrt(mean over spirals and points of the summed squared
+    error over (x, y)), mae likewise with |error|) and the RMSE at the unobserved points alone. pred, target
+    [n, P, 2]; observed [n, P] bool."""
+    every = np.ones(observed.shape, dtype=bool)
+    return dict(rmse=rmse(pred, target, every), mae=mae(pred, target, every),
+                rmse_unobserved=rmse(pred, target, ~observed))

@@ -13,8 +13,17 @@ points against the noisy values.
   authors; `quick` scales them by 50 to the grid index, see notebook 15), no [CLS]; 3-10 observed points per series (variable counts are padded to equal mask sizes with
   `romae.masking.pad_observed`); test MSE on the unobserved points against the noisy values (mean over
   series of the per-series MSE, as the authors), for the 3-10 mixture and for exactly 3, 10 and 20.
+* Spiral in ContiFormer's own protocol (`romae.data.spiral.ContiFormerConfig`; row "Spiral, ContiFormer's protocol"),
+  so that ContiFormer's published RMSE is compared like for like: the same model and training length as the Spiral
+  row, all 150 points of each spiral as tokens (positions t in [0, 6 pi]), coordinates min-max normalised, noise
+  0.05; 50 of the first 75 points observed, the other 100 hidden and predicted (interpolation and extrapolation),
+  trained towards the clean curves at the hidden tokens (spiral.py's loss; `run_spiral_contiformer`). Scored as
+  spiral.py scores: RMSE and MAE over all 150 points against the clean curves, and the RMSE at the 100 unobserved
+  points alone. At the 50 observed points the score takes the noisy observed values themselves: RoMAE's decoder
+  predicts only the hidden tokens (`RoMAEForPreTraining.reconstruct` returns the observed values there).
 
-Trained models and evaluations are cached by config (`romae.compendium.cache`).
+Trained models and evaluations are cached by config (`romae.compendium.cache`); the figures are
+`interpolation_figures`'.
 """
 
 from __future__ import annotations
@@ -22,7 +31,6 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
@@ -73,6 +81,8 @@ class InterpolationProfile:
     synthetic_data: Y.SyntheticConfig = Y.SyntheticConfig()
     eval_n_obs: tuple[int, ...] = (3, 10, 20)  # Figure 8
     eval_batch: int = 256
+    # Spiral in ContiFormer's protocol: its data; the model and training length are `spiral`'s
+    contiformer_data: S.ContiFormerConfig = S.ContiFormerConfig()
 
 
 PROFILES = {
@@ -108,9 +118,11 @@ def model_config(run: RunConfig, token_dim: int, mask_ratio: float = 0.75) -> Ro
 
 
 def _seeds(name: str, run: RunConfig, mcfg: RoMAEConfig, train: dict, data_cfg, evaluate, prof, cache_dir,
-           refresh, checkpoints, profile: str = "") -> list[dict]:
-    """Train (cached) one model per seed of `run` and evaluate it (cached): evaluate(model) -> dict."""
+           refresh, checkpoints, profile: str = "", transform=None) -> list[dict]:
+    """Train (cached) one model per seed of `run` and evaluate it (cached): evaluate(model) -> dict. `transform`:
+    `fit`'s, applied to every training batch (e.g. a masking protocol the data's own tokens do not give)."""
     out = []
+    fit_kwargs = {} if transform is None else dict(transform=transform)
     hidden = float(train["mask"][0].float().mean()) if "mask" in train else None  # masks the data gives
     for seed in runtime.dry_seeds(run.seeds):  # a dry run: the first seed
         train_cfg = plan.fit_memory(run.train_config(seed), mcfg, train["values"].shape[1], "pretrain", profile, hidden,
@@ -119,7 +131,7 @@ def _seeds(name: str, run: RunConfig, mcfg: RoMAEConfig, train: dict, data_cfg, 
             return fit_cached(f"{name}_model", RoMAEForPreTraining, mcfg, train, train_cfg,
                               dict(data=dataclasses.asdict(data_cfg), position_scale=run.position_scale),
                               seed=seed, cache_dir=cache_dir, refresh=refresh, checkpoints=checkpoints,
-                              need_weights=need_weights)
+                              need_weights=need_weights, **fit_kwargs)
 
         trained = trained_model()  # a committed paper run keeps it without its weights, and its evaluation beside it
         weights = trained if "state_dict" in trained else None
@@ -148,15 +160,20 @@ def _reconstruct(model, values, positions, mask, pad_mask=None, batch: int = 256
     return torch.cat(out).numpy()
 
 
-def paper_trainings(prof: InterpolationProfile | None = None, suffix: str = "") -> list[plan.Training]:
-    """Notebook 15's paper trainings (`romae.compendium.plan`): Spiral and Synthetic, every seed (shapes as run_spiral and
-    run_synthetic build them: Synthetic pads its 3-10 observed points to equal mask sizes)."""
+def paper_trainings(prof: InterpolationProfile | None = None, suffix: str = "",
+                    contiformer: bool = True) -> list[plan.Training]:
+    """Notebook 15's paper trainings (`romae.compendium.plan`): Spiral, Synthetic and (`contiformer`) the Spiral in
+    ContiFormer's protocol, every seed (shapes as run_spiral, run_synthetic and run_spiral_contiformer build them:
+    Synthetic pads its 3-10 observed points to equal mask sizes)."""
     prof = prof or config("paper")
-    sp, spd, sy, syd = prof.spiral, prof.spiral_data, prof.synthetic, prof.synthetic_data
+    sp, spd, sy, syd, cfd = prof.spiral, prof.spiral_data, prof.synthetic, prof.synthetic_data, prof.contiformer_data
     n_sy = syd.n_points + syd.obs_max - syd.obs_min  # romae.masking.pad_observed
     return [plan.Training("spiral" + suffix, "pretrain", model_config(sp, 2, 1 - spd.n_obs / spd.n_points),
                           sp.train_config(sp.seeds[0]), spd.n_points, spd.n_train, runs=len(sp.seeds),
                           source="App. D.7 (generated)"),
+            *[plan.Training("spiral_contiformer" + suffix, "pretrain", model_config(sp, 2, 1 - cfd.n_obs / cfd.n_grid),
+                            sp.train_config(sp.seeds[0]), cfd.n_grid, cfd.n_train, runs=len(sp.seeds),
+                            source="ContiFormer's spiral.py protocol (generated)")][:contiformer],
             plan.Training("synthetic" + suffix, "pretrain", model_config(sy, 1), sy.train_config(sy.seeds[0]), n_sy,
                           syd.sizes()["train"], runs=len(sy.seeds), hidden=1 - syd.obs_max / n_sy,
                           source="App. D.8 (generated)")]
@@ -210,6 +227,106 @@ def run_spiral(prof: InterpolationProfile, cache_dir=None, refresh=False, checkp
 
     return dict(runs=_seeds("spiral", run, mcfg, train, dcfg, evaluate, prof, cache_dir, refresh, checkpoints, profile),
                 model=mcfg)
+
+
+# ----------------------------------------------------------------------------- spiral, ContiFormer's protocol
+
+CONTIFORMER = "Spiral, ContiFormer's protocol"  # the rows' setting
+CONTIFORMER_METRICS = ("rmse", "rmse_unobserved", "mae")
+
+
+def window_mask(dcfg: S.ContiFormerConfig):
+    """The training batches' transform in ContiFormer's protocol: one observed set per batch (spiral.py draws one
+    per iteration, shared by its batch) of n_obs among the first n_window points; every other token hidden and
+    holding the batch's `target` (the clean curves, spiral.py's training target), which only the loss reads: a
+    hidden token's value never enters the encoder. {values, target, positions} -> {values, positions, mask}."""
+    def transform(batch: dict) -> dict:
+        values, target = batch["values"], batch["target"]
+        B, N, _ = values.shape
+        hidden = torch.ones(N, dtype=torch.bool)
+        hidden[torch.randperm(dcfg.n_window)[: dcfg.n_obs]] = False  # torch's generator: saved with checkpoints
+        mask = hidden.expand(B, N).clone()
+        return dict(values=torch.where(mask[..., None], target, values), positions=batch["positions"], mask=mask)
+
+    return transform
+
+
+def evaluate_spiral_contiformer(model, prof: InterpolationProfile, scale: float) -> tuple[pd.DataFrame, dict]:
+    """Per evaluation trial, spiral.py's scores of the test spirals (`romae.data.spiral.contiformer_scores`: RMSE and
+    MAE over all 150 points vs the clean curves, RMSE at the 100 unobserved points): RoMAE's predictions at the hidden
+    tokens, the noisy observed values at the observed ones (what `reconstruct` returns there); and the first trial's
+    predictions."""
+    rows, first = [], None
+    for k in range(runtime.dry_count(prof.n_trials, 2)):  # a dry run: 2 trials
+        d = _dry_head(S.contiformer_spirals("test", prof.contiformer_data, trial=k))
+        x = spiral_tensors(d, scale)
+        recon = _reconstruct(model, x["values"], x["positions"], x["mask"], batch=prof.eval_batch)
+        rows.append(dict(trial=k, **S.contiformer_scores(recon, d["clean"], d["observed"])))
+        first = first or {**d, "recon": recon}
+    return pd.DataFrame(rows), first
+
+
+def run_spiral_contiformer(prof: InterpolationProfile, cache_dir=None, refresh=False, checkpoints=False,
+                           profile: str = "") -> dict:
+    """The Spiral in ContiFormer's protocol (`prof.contiformer_data`) with the Spiral row's model and training
+    (`prof.spiral`), kept as "spiral_contiformer_model": 150 tokens per spiral, 100 of them hidden (mask ratio 2/3),
+    the observed set drawn per batch by `window_mask`; evaluated by `evaluate_spiral_contiformer`."""
+    run, dcfg = prof.spiral, prof.contiformer_data
+    mcfg = model_config(run, token_dim=2, mask_ratio=1 - dcfg.n_obs / dcfg.n_grid)  # 100 of 150 hidden
+    d = S.contiformer_spirals("train", dcfg)
+    n, P, _ = d["values"].shape
+    t = torch.as_tensor(d["t"] * run.position_scale, dtype=torch.float32)
+    train = dict(values=torch.as_tensor(d["values"]), positions=t.expand(n, 1, P).contiguous(),
+                 target=torch.as_tensor(d["clean"] if dcfg.train_target == "clean" else d["values"]))
+
+    def evaluate(model):
+        frame, first = evaluate_spiral_contiformer(model, prof, run.position_scale)
+        return dict(trials=frame, first=first)
+
+    return dict(runs=_seeds("spiral_contiformer", run, mcfg, train, dcfg, evaluate, prof, cache_dir, refresh,
+                            checkpoints, profile, transform=window_mask(dcfg)),
+                model=mcfg)
+
+
+def trivial_contiformer(prof: InterpolationProfile) -> dict[str, float]:
+    """The trivial predictor in ContiFormer's protocol (`TRIVIAL["spiral_contiformer"]`), scored as the model is: at
+    the observed points their noisy values, at the other 100 each spiral's mean of its observed points; each
+    metric of `CONTIFORMER_METRICS`, mean over the evaluation trials."""
+    scores = []
+    for k in range(runtime.dry_count(prof.n_trials, 2)):
+        d = _dry_head(S.contiformer_spirals("test", prof.contiformer_data, trial=k))
+        obs = d["observed"][..., None]
+        const = (d["values"] * obs).sum(1, keepdims=True) / obs.sum(1, keepdims=True)  # [n, 1, 2]
+        scores.append(S.contiformer_scores(np.where(obs, d["values"], const), d["clean"], d["observed"]))
+    return {m: float(np.mean([s[m] for s in scores])) for m in CONTIFORMER_METRICS}
+
+
+def record_spiral_contiformer(prof: InterpolationProfile, spc: dict, trivial: dict, scale: dict, losses: list,
+                              profile: str, reports_dir=None) -> list[dict]:
+    """Record the rows of `CONTIFORMER` (rmse, rmse_unobserved, mae; mean and std over the evaluation trials of
+    every trained seed), each with its trivial predictor (`trivial[CONTIFORMER, metric]`, `trivial_contiformer`)
+    -> the Table 7 rows."""
+    dcfg, trials = prof.contiformer_data, pd.concat([r["trials"] for r in spc["runs"]])
+    base = (f"ContiFormer's protocol (spiral.py): noise {dcfg.noise_std:g} on raw coordinates, each min-max "
+            f"normalised to [0, 1] over all clean trajectories; {dcfg.n_obs} of the first {dcfg.n_window} of "
+            f"{dcfg.n_grid} points observed (one set per test trial); trained towards the {dcfg.train_target} curves "
+            f"at the {dcfg.n_grid - dcfg.n_obs} hidden tokens; scored vs the clean curves in normalised units (not "
+            f"x1e-2); at the observed points the noisy observed values are scored (RoMAE predicts hidden tokens "
+            f"only); our seeds (train and test disjoint); lr {prof.spiral.lr:g}, decoder {prof.spiral.decoder}; std "
+            f"over {len(spc['runs'][0]['trials'])} evaluation trials (noise and observed set re-drawn) of "
+            f"{len(spc['runs'])} trained model(s)")
+    what = dict(rmse=f"RMSE over all {dcfg.n_grid} points (sqrt of the mean summed squared error over x, y)",
+                rmse_unobserved=f"RMSE at the {dcfg.n_grid - dcfg.n_obs} unobserved points only",
+                mae=f"MAE over all {dcfg.n_grid} points (mean summed |error| over x, y)")
+    rows = []
+    for metric in CONTIFORMER_METRICS:
+        m, s = _mean_std(trials[metric])
+        learned = report.learned(m, trivial[CONTIFORMER, metric], trivial=TRIVIAL["spiral_contiformer"])
+        record(EXPERIMENT, CONTIFORMER, metric, m, ours_std=s, n_seeds=len(spc["runs"]), profile=profile, scale=scale,
+               note=f"{what[metric]}; {base}", learned=learned, losses=losses, reports_dir=reports_dir)
+        rows.append(dict(benchmark=CONTIFORMER, model="RoMAE-tiny (ours)", metric=metric, value=m, std=s,
+                         source=f"this run ({profile}), in normalised units (not x1e-2)"))
+    return rows
 
 
 # ----------------------------------------------------------------------------- synthetic
@@ -269,11 +386,13 @@ def _mean_std(values) -> tuple[float, float | None]:
 
 def run(profile: str = "smoke", reports_dir=None, cache_dir=None, refresh: bool = False,
         checkpoints: bool | None = None) -> dict:
-    """Train and evaluate both benchmarks (cached), record rows, save `table7_interpolation`."""
+    """Train and evaluate Spiral, Synthetic and Spiral in ContiFormer's protocol (cached), record rows, save
+    `table7_interpolation` (ours in ContiFormer's protocol right under ContiFormer's published row)."""
     prof = config(profile)
     checkpoints = profile != "smoke" if checkpoints is None else checkpoints
     sp = run_spiral(prof, cache_dir, refresh, checkpoints, profile)
     sy = run_synthetic(prof, cache_dir, refresh, checkpoints, profile)
+    spc = run_spiral_contiformer(prof, cache_dir, refresh, checkpoints, profile)
 
     rows, scales = [], {}
     trivial = trivial_errors(prof)
@@ -314,19 +433,30 @@ def run(profile: str = "smoke", reports_dir=None, cache_dir=None, refresh: bool 
                    reports_dir=reports_dir)
             rows.append(dict(benchmark=setting, model="RoMAE-tiny (ours)", metric=metric, value=m, std=s,
                              source=f"this run ({profile})"))
+    # Spiral in ContiFormer's protocol: its rows, each with the trivial predictor scored in the same protocol
+    trivial.update({(CONTIFORMER, m): v for m, v in trivial_contiformer(prof).items()})
+    scales[CONTIFORMER] = scale_of("spiral", prof, len(spc["runs"]))
+    cf_losses = [loss_curve(r["history"]) for r in spc["runs"]]
+    cf_rows = record_spiral_contiformer(prof, spc, trivial, scales[CONTIFORMER], cf_losses, profile, reports_dir)
     peers = pd.DataFrame(peer_values(EXPERIMENT))
-    peers = peers[~peers.benchmark.str.startswith("PhysioNet")]  # notebook 16's rows
-    table = pd.concat([peers[["benchmark", "model", "metric", "value", "std", "source"]], pd.DataFrame(rows)],
+    peers = peers[~peers.benchmark.str.startswith("PhysioNet")][["benchmark", "model", "metric", "value", "std",
+                                                                   "source"]]  # notebook 16's rows left out
+    # ours in ContiFormer's protocol right under ContiFormer's published row (like for like), the rest after the peers
+    at = [i + 1 for i, (b, m) in enumerate(zip(peers.benchmark, peers.model)) if (b, m) == ("Spiral", "ContiFormer")]
+    at = at[0] if at else len(peers)
+    table = pd.concat([peers.iloc[:at], pd.DataFrame(cf_rows), peers.iloc[at:], pd.DataFrame(rows)],
                       ignore_index=True)
     save_table(table, EXPERIMENT, reports_dir)
     flags = {name: "; ".join(f for f in map(report.loss_flags, curves) if f)
-             for name, curves in (("Spiral", sp_losses), ("Synthetic", sy_losses))}
-    return dict(profile=prof, spiral=sp, synthetic=sy, table=table, profile_name=profile, scales=scales,
-                trivial=trivial, flags=flags)
+             for name, curves in (("Spiral", sp_losses), ("Synthetic", sy_losses), (CONTIFORMER, cf_losses))}
+    return dict(profile=prof, spiral=sp, synthetic=sy, spiral_contiformer=spc, table=table, profile_name=profile,
+                scales=scales, trivial=trivial, flags=flags)
 
 
 TRIVIAL = {"spiral": "each test spiral's mean of its observed points (a constant per spiral)",
-           "synthetic": "the training mean (a constant)"}
+           "synthetic": "the training mean (a constant)",
+           "spiral_contiformer": "each test spiral's mean of its observed points at the unobserved ones, the noisy "
+                                 "observed values at the observed ones (scored as the model)"}
 
 
 def scale_of(name: str, prof: InterpolationProfile, n_seeds: int) -> dict:
@@ -425,98 +555,5 @@ def _paper(setting: str, metric: str) -> dict:
     return next(r for r in paper_values()
                 if (r["experiment"], r["setting"], r["metric"]) == (EXPERIMENT, setting, metric))
 
-
-def plot_comparison(res: dict):
-    """Ours beside the paper's values. Left: Spiral RMSE vs the clean curves per evaluation trial, the paper's
-    0.0183 +- 0.007 marked (ContiFormer's published 0.49 is on another scale, results.md). Right: Synthetic MSE vs
-    the noisy values per protocol and seed, the paper's 0.233 +- 0.007 and HeTVAE's 0.223 marked at the 3-10
-    protocol (the one the paper reports), and the trivial predictor (`TRIVIAL`) per protocol."""
-    fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw=dict(width_ratios=(1, 1.6)))
-    trials = pd.concat([r["trials"].assign(seed=r["seed"]) for r in res["spiral"]["runs"]])
-    p = _paper("Spiral", "rmse_clean")
-    a.plot(np.zeros(len(trials)) + np.linspace(-0.15, 0.15, len(trials)), trials.rmse_clean, "o", color="tab:blue",
-           mfc="none", label="ours, one point per evaluation trial")
-    a.axhline(p["paper"], color="k", lw=1.5, label=f"paper: {p['paper']:g} +- {p['paper_std']:g}")
-    a.axhspan(p["paper"] - p["paper_std"], p["paper"] + p["paper_std"], color="k", alpha=0.1)
-    a.plot([0.35], [res["trivial"]["Spiral"]], "s", color="0.5", label="trivial: the spiral's observed mean")
-    a.set(xticks=[], xlim=(-0.5, 0.6), yscale="log", ylabel="RMSE at the hidden points vs clean curves (log)",
-          title=f"Spiral ({title_tag(res, 'Spiral')})")
-    a.legend(fontsize=8, loc="upper left", bbox_to_anchor=(0.0, -0.05))
-    protos = ["3-10"] + [str(k) for k in res["profile"].eval_n_obs]
-    for j, proto in enumerate(protos):
-        per_seed = [r["series"].loc[r["series"].protocol == proto, "mse_noisy"].mean()
-                    for r in res["synthetic"]["runs"]]
-        b.plot(j + np.linspace(-0.1, 0.1, len(per_seed)), per_seed, "o", color="tab:blue",
-               label="ours, one point per seed" if j == 0 else None)
-        b.plot([j + 0.3], [res["trivial"][f"Synthetic, {proto}", "mse_noisy"]], "s", color="0.5",
-               label="trivial: the training mean" if j == 0 else None)
-    p = _paper("Synthetic, 3-10 observed", "mse_noisy")
-    b.hlines(p["paper"], -0.4, 0.4, colors="k", lw=1.5,
-             label=f"paper (3-10 observed): {p['paper']:g} +- {p['paper_std']:g}")
-    het = [r for r in peer_values(EXPERIMENT) if r["model"] == "HeTVAE" and r["benchmark"].startswith("Synthetic")]
-    for r in het:
-        b.hlines(r["value"], -0.4, 0.4, colors="tab:gray", linestyles="--", label=f"HeTVAE (peer): {r['value']:g}")
-    b.set(xticks=range(len(protos)), xticklabels=[f"{p} observed" for p in protos], xlim=(-0.5, len(protos) - 0.3),
-          ylim=(0, None), ylabel="MSE at the unobserved points (noisy)",
-          title=f"Synthetic ({title_tag(res, 'Synthetic')})")
-    b.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    fig.suptitle("Table 7, Spiral and Synthetic: ours beside the paper's values")
-    fig.tight_layout()
-    return fig
-
-
-def plot_fig7(res: dict):
-    """Figure 7: two test spirals of opposite chirality: clean curve, observed, hidden and predicted points."""
-    d = res["spiral"]["runs"][0]["first"]
-    picks = [int(np.argmax(~d["clockwise"])), int(np.argmax(d["clockwise"]))]
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.8))
-    for ax, i in zip(axes, picks):
-        obs = d["observed"][i]
-        ax.plot(*d["clean"][i].T, color="tab:green", lw=1.5, label="clean trajectory")
-        ax.plot(*d["values"][i][obs].T, "o", color="tab:red", ms=4, label="observed (noisy)")
-        ax.plot(*d["values"][i][~obs].T, "x", color="tab:red", ms=4, alpha=0.6, label="hidden (noisy)")
-        ax.plot(*d["recon"][i][~obs].T, "o", mfc="none", color="tab:blue", ms=5, label="RoMAE prediction")
-        ax.set(title=("clockwise" if d["clockwise"][i] else "counter-clockwise") + f" (test spiral {i})",
-               xlabel="x", ylabel="y", aspect="equal")
-    axes[1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    fig.suptitle(f"Figure 7: Spiral interpolation ({title_tag(res, 'Spiral')})")
-    fig.tight_layout()
-    return fig
-
-
-def plot_fig8(res: dict, n_examples: int = 2):
-    """Figure 8: synthetic test series with 3, 10 and 20 observations."""
-    ex = res["synthetic"]["runs"][0]["examples"]
-    protos = [p for p in ex if p != "3-10"]
-    fig, axes = plt.subplots(n_examples, len(protos), figsize=(4 * len(protos), 2.8 * n_examples), squeeze=False)
-    for j, p in enumerate(protos):
-        e = ex[p]
-        for i in range(n_examples):
-            ax, obs = axes[i, j], e["observed"][i]
-            ax.plot(e["t"], e["clean"][i], color="tab:green", lw=1.2, label="clean")
-            ax.plot(e["t"][~obs], e["values"][i][~obs], "x", color="tab:gray", ms=3, label="hidden (noisy)")
-            ax.plot(e["t"][obs], e["values"][i][obs], "o", color="tab:red", ms=5, label="observed")
-            ax.plot(e["t"][~obs], e["recon"][i][~obs], ".", color="tab:blue", ms=5, label="RoMAE prediction")
-            ax.set(title=f"n = {p} observed" if i == 0 else None, xlabel="t" if i == n_examples - 1 else None)
-    axes[0, -1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    fig.suptitle(f"Figure 8: Synthetic interpolation ({title_tag(res, 'Synthetic')})")
-    fig.tight_layout()
-    return fig
-
-
-def plot_learning_curves(res: dict):
-    """Training loss against step for every Spiral and Synthetic model."""
-    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
-    for ax, name in zip(axes, ("spiral", "synthetic")):
-        for r in res[name]["runs"]:
-            h = r["history"]
-            if "loss" in h:
-                h = h.dropna(subset=["loss"])
-                ax.plot(h.step, h.loss, label=f"seed {r['seed']}")
-        ax.set(xlabel="step", ylabel="training MSE (hidden points, noisy)", yscale="log",
-               title=f"{name.capitalize()} ({title_tag(res, name.capitalize())})")
-        ax.legend(fontsize=8, loc="best")
-    fig.tight_layout()
-    return fig
 
 plan.register("15", paper_trainings)  # the whole-paper plan lists it

@@ -1,9 +1,12 @@
 """Notebook 15's figures and its per-seed Synthetic table, with what each figure compares marked (issue 43).
 
-Table 7's comparison is drawn here whole; Figures 7 and 8 and the learning curves are `interpolation`'s, to which
-these functions add the numbers each one compares with: a least-squares oracle in the Spiral generator's
-own family (it knows the family, ignores the prior on its parameters: a reference, not a bound) (computed by `interpolation.spiral_diagnostics`, never typed), the paper's and HeTVAE's published stds
-(peer_values.csv), the noise variance of each generator (its config's noise_std), and how many seeds are shown.
+Every figure of `interpolation`'s results is drawn here: Table 7's comparison whole (`plot_table7`), Figures 7
+and 8 and the learning curves (`plot_fig7`, `plot_fig8`, `plot_learning_curves`, to which the `*_marked` and
+`plot_training_curves` versions add the numbers each one compares with), and the Spiral in ContiFormer's protocol
+(`plot_contiformer`). The numbers compared with: a least-squares oracle in the Spiral generator's own family (it
+knows the family, ignores the prior on its parameters: a reference, not a bound; computed by
+`interpolation.spiral_diagnostics`, never typed), the paper's and HeTVAE's published stds (peer_values.csv), the
+noise variance of each generator (its config's noise_std), and how many seeds are shown.
 
 They live apart from `interpolation` so that the figures read apart from the computation; a figure edited here is
 reached by no kept training's or evaluation's code (`romae.compendium.staleness`). Nothing in `interpolation`
@@ -18,7 +21,7 @@ import pandas as pd
 
 from ..compendium.reference import peer_values
 
-from .interpolation import EXPERIMENT, _paper, plot_fig7, plot_fig8, plot_learning_curves, title_tag
+from .interpolation import CONTIFORMER, EXPERIMENT, _paper, title_tag
 
 
 FLOOR = "least squares in the generator's own family (a, b, direction), noisy observed points, vs clean"
@@ -43,7 +46,8 @@ def plot_table7(res: dict, diagnostics: pd.DataFrame):
     of the trained model, one point per evaluation trial; the paper's number (band: +- its std), the least-squares
     oracle in the generator's own family (`spiral_diagnostics`' row; not a bound) and the trivial predictor, in the
     panel's one unit; ContiFormer's published RMSE is in another protocol (normalised coordinates, all 150 points
-    scored: peer_protocols.csv) and is named, never drawn on this axis. Right: the Synthetic MSE vs the noisy values per protocol, one point per seed; the paper's and HeTVAE's
+    scored: peer_protocols.csv) and is named, never drawn on this axis, as is ours in its protocol (its own row).
+    Right: the Synthetic MSE vs the noisy values per protocol, one point per seed; the paper's and HeTVAE's
     published numbers at the 3-10 protocol with their published stds as error bars (peer_values.csv), the noise
     variance of the generator (no MSE against noisy values goes below it) and the trivial predictor per protocol."""
     fig, (a, b) = plt.subplots(1, 2, figsize=(13.5, 5.4), gridspec_kw=dict(width_ratios=(1, 1.7)),
@@ -61,6 +65,10 @@ def plot_table7(res: dict, diagnostics: pd.DataFrame):
     for r in (r for r in peer_values(EXPERIMENT) if r["model"] == "ContiFormer" and r["benchmark"] == "Spiral"):
         a.plot([], [], " ", label=f"ContiFormer (peer) {r['value']:g}: another protocol (normalised coordinates, "
                                   "all 150 points), not on this axis")
+    if "spiral_contiformer" in res:  # ours in ContiFormer's protocol: its own row, named beside ContiFormer's
+        cf = pd.concat([r["trials"] for r in res["spiral_contiformer"]["runs"]]).rmse.mean()
+        a.plot([], [], " ", label=f"ours in ContiFormer's protocol: {cf:.4f} (row '{CONTIFORMER}', normalised "
+                                  "units), not on this axis")
     trivial = res["trivial"]["Spiral"]
     a.plot([0.35], [trivial], "s", color="0.5", label=f"trivial, each spiral's observed mean: {trivial:.3g}")
     a.set(xticks=[], xlim=(-0.5, 0.6), yscale="log", ylabel="RMSE at the hidden points vs the clean curves (log)",
@@ -95,6 +103,61 @@ def plot_table7(res: dict, diagnostics: pd.DataFrame):
                 fontsize=10)
     b.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=2)
     fig.suptitle("Table 7, Spiral and Synthetic: ours beside the paper's values, the peers' and the references")
+    return fig
+
+
+def plot_fig7(res: dict):
+    """Figure 7: two test spirals of opposite chirality: clean curve, observed, hidden and predicted points."""
+    d = res["spiral"]["runs"][0]["first"]
+    picks = [int(np.argmax(~d["clockwise"])), int(np.argmax(d["clockwise"]))]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.8))
+    for ax, i in zip(axes, picks):
+        obs = d["observed"][i]
+        ax.plot(*d["clean"][i].T, color="tab:green", lw=1.5, label="clean trajectory")
+        ax.plot(*d["values"][i][obs].T, "o", color="tab:red", ms=4, label="observed (noisy)")
+        ax.plot(*d["values"][i][~obs].T, "x", color="tab:red", ms=4, alpha=0.6, label="hidden (noisy)")
+        ax.plot(*d["recon"][i][~obs].T, "o", mfc="none", color="tab:blue", ms=5, label="RoMAE prediction")
+        ax.set(title=("clockwise" if d["clockwise"][i] else "counter-clockwise") + f" (test spiral {i})",
+               xlabel="x", ylabel="y", aspect="equal")
+    axes[1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.suptitle(f"Figure 7: Spiral interpolation ({title_tag(res, 'Spiral')})")
+    fig.tight_layout()
+    return fig
+
+
+def plot_fig8(res: dict, n_examples: int = 2):
+    """Figure 8: synthetic test series with 3, 10 and 20 observations."""
+    ex = res["synthetic"]["runs"][0]["examples"]
+    protos = [p for p in ex if p != "3-10"]
+    fig, axes = plt.subplots(n_examples, len(protos), figsize=(4 * len(protos), 2.8 * n_examples), squeeze=False)
+    for j, p in enumerate(protos):
+        e = ex[p]
+        for i in range(n_examples):
+            ax, obs = axes[i, j], e["observed"][i]
+            ax.plot(e["t"], e["clean"][i], color="tab:green", lw=1.2, label="clean")
+            ax.plot(e["t"][~obs], e["values"][i][~obs], "x", color="tab:gray", ms=3, label="hidden (noisy)")
+            ax.plot(e["t"][obs], e["values"][i][obs], "o", color="tab:red", ms=5, label="observed")
+            ax.plot(e["t"][~obs], e["recon"][i][~obs], ".", color="tab:blue", ms=5, label="RoMAE prediction")
+            ax.set(title=f"n = {p} observed" if i == 0 else None, xlabel="t" if i == n_examples - 1 else None)
+    axes[0, -1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.suptitle(f"Figure 8: Synthetic interpolation ({title_tag(res, 'Synthetic')})")
+    fig.tight_layout()
+    return fig
+
+
+def plot_learning_curves(res: dict):
+    """Training loss against step for every Spiral and Synthetic model."""
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+    for ax, name in zip(axes, ("spiral", "synthetic")):
+        for r in res[name]["runs"]:
+            h = r["history"]
+            if "loss" in h:
+                h = h.dropna(subset=["loss"])
+                ax.plot(h.step, h.loss, label=f"seed {r['seed']}")
+        ax.set(xlabel="step", ylabel="training MSE (hidden points, noisy)", yscale="log",
+               title=f"{name.capitalize()} ({title_tag(res, name.capitalize())})")
+        ax.legend(fontsize=8, loc="best")
+    fig.tight_layout()
     return fig
 
 
@@ -148,3 +211,32 @@ def synthetic_protocols(res: dict) -> pd.DataFrame:
         out[f"mse_noisy, seed {seed}"] = f["mse_noisy"]
     out.index.name = "observed"
     return out
+
+
+def plot_contiformer(res: dict):
+    """The Spiral in ContiFormer's protocol: two test spirals of opposite chirality (first trial, first seed) in
+    normalised coordinates: the clean curve over all 150 points, the 50 observed noisy points (all in the first
+    half), RoMAE's predictions at the hidden points of the first half (interpolation) and of the second (extrapolation),
+    each panel titled with the spiral's RMSE over all 150 points (spiral.py's, the observed points scored by their
+    noisy values)."""
+    d = res["spiral_contiformer"]["runs"][0]["first"]
+    half = len(d["t"]) // 2
+    picks = [int(np.argmax(~d["clockwise"])), int(np.argmax(d["clockwise"]))]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.8))
+    for ax, i in zip(axes, picks):
+        obs, second = d["observed"][i], np.arange(len(d["t"])) >= half
+        err = float(np.sqrt(((d["recon"][i] - d["clean"][i]) ** 2).sum(-1).mean()))
+        ax.plot(*d["clean"][i].T, color="tab:green", lw=1.2, label="clean trajectory (150 points)")
+        ax.plot(*d["values"][i][obs].T, "o", color="tab:red", ms=3.5, label=f"observed (noisy): {obs.sum()} of the "
+                                                                           f"first {half}")
+        ax.plot(*d["recon"][i][~obs & ~second].T, "o", mfc="none", color="tab:blue", ms=4,
+                label="RoMAE, interpolation (hidden, first half)")
+        ax.plot(*d["recon"][i][second].T, "^", mfc="none", color="tab:purple", ms=4,
+                label="RoMAE, extrapolation (second half)")
+        ax.set(title=("clockwise" if d["clockwise"][i] else "counter-clockwise") + f" (test spiral {i}): RMSE "
+                     f"{err:.4f}", xlabel="x (min-max normalised)", ylabel="y (min-max normalised)", aspect="equal")
+    axes[1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.suptitle(f"Spiral in ContiFormer's protocol, {_seeds_shown(res['spiral_contiformer']['runs'], 0)} "
+                 f"({title_tag(res, CONTIFORMER)})")
+    fig.tight_layout()
+    return fig

@@ -571,15 +571,6 @@ def planned_hours(plan_json: Path | None = None) -> dict[str, tuple[str, str]]:
     return {nb: (_hours(t.get("fp32")), _hours(t.get("bf16"))) for nb, t in totals.items() if nb != "all"}
 
 
-def _results(folder: Path) -> pd.DataFrame:
-    """The recorded rows of `folder`'s results.csv with the checks derived from them (`report.derived_rows`):
-    the raw scale facts behind the summary's rows."""
-    if not (folder / "results.csv").exists():
-        return pd.DataFrame(columns=["experiment", "setting", "metric", "profile", "scale"])
-    results = pd.read_csv(folder / "results.csv")
-    return pd.concat([results, derived_rows(results)], ignore_index=True) if len(results) else results
-
-
 def notebook_of(experiment: str) -> list[str]:
     """The notebooks (NN) that regenerate an experiment (artefacts.csv), [] when none names it."""
     return next((a["notebook"] for a in artefacts() if experiment in a["experiments"]), [])

@@ -50,6 +50,7 @@ def paper_trainings() -> list[plan.Training]:
     """Notebook 04's paper trainings (`romae.compendium.plan`): the three pieces with MAE's N(0, 0.02) [MASK]. Their zeros
     runs are notebooks 15's and 02's own paper runs (same cache key: trained once, counted there)."""
     c = control_config("paper", "normal")
-    return interpolation.paper_trainings(interpolation_profile("paper", "normal"), ", normal [MASK]") + [
+    return interpolation.paper_trainings(interpolation_profile("paper", "normal"), ", normal [MASK]",
+                                         contiformer=False) + [
         dataclasses.replace(t, name="raw-t control, normal [MASK]", model=c.model_config(), train=c.train_config())
         for t in frequency.paper_trainings()]
