@@ -268,18 +268,19 @@ def test_the_spiral_oracle_knows_the_generator_and_sets_a_floor():
 
 
 def test_quick_rows_are_reduced_from_their_facts():
-    """Spiral (400 of 500 epochs, 1 seed) and Synthetic (10 of 50 epochs, 2 of 5 seeds, positions t x 50)."""
+    """Spiral (400 of 500 epochs, 1 of 3 seeds) and Synthetic (10 of 50 epochs, 2 of 5 seeds, positions t x 50)."""
     from romae.compendium import report
 
     quick = I.config("quick")
     spiral, synthetic = I.scale_of("spiral", quick, 1), I.scale_of("synthetic", quick, 2)
-    assert spiral["epochs"] == [400, 500] and spiral["seeds"] == [1, 1]
-    assert report.qualifiers(spiral, "quick") == ["reduced"]
+    assert spiral["epochs"] == [400, 500] and spiral["seeds"] == [1, 3]
+    assert report.qualifiers(spiral, "quick") == ["fewer seeds", "reduced"]
     assert synthetic["epochs"] == [10, 50] and synthetic["seeds"] == [2, 5]
     assert synthetic["positions"] == ["t x 50", "t x 1"]
     assert report.qualifiers(synthetic, "quick") == ["fewer seeds", "positions rescaled", "reduced"]
     paper = I.config("paper")
     assert report.qualifiers(I.scale_of("synthetic", paper, 5), "paper") == []
+    assert report.qualifiers(I.scale_of("spiral", paper, 3), "paper") == [] and paper.spiral.seeds == (0, 1, 2)
 
 
 def test_trivial_predictors_are_the_constants():
@@ -299,3 +300,13 @@ def test_position_scale_reaches_the_model_inputs():
     torch.testing.assert_close(x["positions"][0, 0], torch.arange(1, 51, dtype=torch.float32))
     assert "pad_mask" not in x and (x["mask"].sum(1) == 45).all()  # equal counts need no padding
     assert I.config("quick").synthetic.position_scale == 50.0 and I.config("paper").synthetic.position_scale == 1.0
+
+
+def test_a_spiral_row_over_seeds_replicates_the_seed():
+    """Several trained seeds: the row is the mean and std over the seeds of each seed's mean over its trials (the t
+    interval then has n_seeds - 1 degrees of freedom); one seed: the mean and std over its trials."""
+    runs = [dict(trials=pd.DataFrame(dict(rmse_clean=v))) for v in ([1.0, 3.0], [2.0, 2.0], [6.0, 4.0])]
+    m, s = I._over_seeds(runs, "rmse_clean")
+    assert m == pytest.approx(3.0) and s == pytest.approx(np.std([2.0, 2.0, 5.0], ddof=1))
+    assert I._over_seeds(runs[:1], "rmse_clean") == (pytest.approx(2.0), pytest.approx(np.sqrt(2.0)))
+    assert "3 trained seeds" in I._spread(runs) and "one trained model" in I._spread(runs[:1])
