@@ -83,7 +83,8 @@ def test_unit_outcome_is_computed_from_the_numbers():
     assert PE.unit_outcome(_fake(3.30, 0.033))["outcome"] == "per element"
     assert PE.unit_outcome(_fake(10.0, 1.0))["outcome"] == "neither"
     assert PE.unit_outcome(_fake(31.0, 3.10, flags="loss spikes"))["outcome"] == "withheld"
-    assert PE.unit_outcome(_fake(31.0, 3.10, trivial=40.0))["outcome"] == "withheld"  # not beating the constant
+    assert PE.unit_outcome(_fake(31.0, 3.10, trivial=35.0))["outcome"] == "withheld"  # 0.89x the constant: not learned
+    assert PE.unit_outcome(_fake(31.0, 3.10, trivial=40.0))["outcome"] == "logged sum"  # 0.78x: learned (the one gate, 0.8x)
     assert PE.unit_outcome(_fake(31.0, 3.10, authors=False))["outcome"] == "not run"
     assert "3 of 20 seeds" in PE.unit_outcome(_fake(31.0, 3.10))["text"]
 
