@@ -301,18 +301,18 @@ def verdict_text(claim: dict, found: list[dict], outcome_: str) -> str:
     unit = claim.get("unit") or "row"
     like = [c for c in found if c.get("role") != "own"]
     own = [c for c in found if c.get("role") == "own"]
-    parts = ", ".join(f"{n} {w}" for w, r in WORDS if (n := sum(c["reading"] == r for c in like)))
-    units = f"{unit}{'s' if len(like) != 1 else ''}"
-    if outcome_ == "insufficient evidence":
-        text = f"{outcome_} ({sum(c['reading'] in TESTED for c in like)} of {len(like)} {units} tested: {parts}"
-    else:
-        text = f"{outcome_} (of {len(like)} {units}{' like for like' if own else ''}: {parts}" if like else \
-            f"{outcome_} ("
+    said = []
+    if like:
+        parts = ", ".join(f"{n} {w}" for w, r in WORDS if (n := sum(c["reading"] == r for c in like)))
+        units = f"{unit}{'s' if len(like) != 1 else ''}"
+        said.append(f"{sum(c['reading'] in TESTED for c in like)} of {len(like)} {units} tested: {parts}"
+                    if outcome_ == "insufficient evidence" else
+                    f"of {len(like)} {units}{' like for like' if own else ''}: {parts}")
     if own:
         fared = ["reproduced" if c["reading"] == "for" else "not reproduced" if c["reading"] in JUDGED
                  else "not tested" for c in own]
-        text += ("; " if like else "") + f"the paper's own number in its unit: {', '.join(fared)}"
-    return text + ")" if (like or own) else outcome_
+        said.append(f"the paper's own number in its unit: {', '.join(fared)}")
+    return f"{outcome_} ({'; '.join(said)})" if said else outcome_
 
 
 def _detail(cell: dict) -> str:
