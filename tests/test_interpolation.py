@@ -97,9 +97,15 @@ def test_contiformer_scores_by_hand():
     pred[0, 1] = [3.0, 4.0]  # squared error 25, absolute 7 (unobserved)
     pred[1, 2] = [0.0, 1.0]  # squared error 1, absolute 1 (observed)
     observed = np.array([[True, False, False], [False, False, True]])
-    got = S.contiformer_scores(pred, target, observed)
+    got = S.contiformer_scores(pred, target, observed, n_window=2)
     assert got["rmse"] == pytest.approx(np.sqrt(26 / 6)) and got["mae"] == pytest.approx(8 / 6)
     assert got["rmse_unobserved"] == pytest.approx(np.sqrt(25 / 4))
+    # interpolation: the first 2 points of each spiral (observed ones included); extrapolation: the third
+    assert got["rmse_interpolation"] == pytest.approx(np.sqrt(25 / 4)) and got["mae_interpolation"] == pytest.approx(7 / 4)
+    assert got["rmse_extrapolation"] == pytest.approx(np.sqrt(1 / 2)) and got["mae_extrapolation"] == pytest.approx(1 / 2)
+    for bad in (0, 3, -1):
+        with pytest.raises(ValueError, match=f"n_window .*got {bad}"):
+            S.contiformer_scores(pred, target, observed, n_window=bad)
     p, t = torch.as_tensor(pred), torch.as_tensor(target)  # spiral.py's own lines, in torch
     assert got["rmse"] == pytest.approx(float(torch.sqrt(((p - t) ** 2).sum(dim=-1).mean())))
     assert got["mae"] == pytest.approx(float(torch.abs(p - t).sum(dim=-1).mean()))
@@ -189,7 +195,8 @@ def test_smoke_experiment_writes_reports(tmp_path, monkeypatch):
     # Spiral in ContiFormer's protocol: its own kept training and rows, right under ContiFormer's published row
     assert len(list(cache.glob("spiral_contiformer_model-*.pt"))) == 1
     cf = results[results.setting == I.CONTIFORMER].set_index("metric")
-    assert set(cf.index) == {"rmse", "rmse_unobserved", "mae"} and np.isfinite(cf.ours).all()
+    assert set(cf.index) == set(I.CONTIFORMER_METRICS) and np.isfinite(cf.ours).all()
+    assert {"rmse_interpolation", "rmse_extrapolation"} <= set(cf.index)
     assert (cf.experiment == I.EXPERIMENT).all() and "noisy observed values are scored" in cf.note["rmse"]
     assert json.loads(cf.learned["rmse"])["predictor"] == I.TRIVIAL["spiral_contiformer"]
     cf_trials = pd.concat([r["trials"] for r in res["spiral_contiformer"]["runs"]])
@@ -292,6 +299,8 @@ def test_trivial_predictors_are_the_constants():
     assert t["Spiral"] > 1.0  # a spiral's mean is far from its points (radius several units)
     cf = I.trivial_contiformer(prof)  # in [0, 1] coordinates: a constant is far off, the observed values are not
     assert 0.1 < cf["rmse"] < cf["rmse_unobserved"] < 1.0 and cf["mae"] > 0.1
+    # the first half holds every observed point (scored by its noisy value), the second none
+    assert cf["rmse_interpolation"] < cf["rmse"] < cf["rmse_extrapolation"]
 
 
 def test_position_scale_reaches_the_model_inputs():

@@ -247,10 +247,20 @@ def mae(pred: np.ndarray, target: np.ndarray, where: np.ndarray) -> float:
     return float(np.abs(pred - target).sum(-1)[where].mean())
 
 
-def contiformer_scores(pred: np.ndarray, target: np.ndarray, observed: np.ndarray) -> dict[str, float]:
+def contiformer_scores(pred: np.ndarray, target: np.ndarray, observed: np.ndarray, n_window: int) -> dict[str, float]:
     """spiral.py's test metrics over every point (rmse = sqrt(mean over spirals and points of the summed squared
-    error over (x, y)), mae likewise with |error|) and the RMSE at the unobserved points alone. pred, target
-    [n, P, 2]; observed [n, P] bool."""
+    error over (x, y)), mae likewise with |error|), the RMSE at the unobserved points alone, and both metrics split
+    as ContiFormer's figures split a spiral: `rmse_interpolation` / `mae_interpolation` over every point of the
+    first `n_window` (the window the observed points come from, observed ones included) and `rmse_extrapolation` /
+    `mae_extrapolation` over the rest. pred, target [n, P, 2]; observed [n, P] bool."""
+    n, P = observed.shape
+    if not 0 < n_window < P:
+        raise ValueError(f"n_window must lie in (0, {P}) to split {P} points into interpolation and "
+                         f"extrapolation, got {n_window}")
     every = np.ones(observed.shape, dtype=bool)
+    first = np.zeros(observed.shape, dtype=bool)
+    first[:, :n_window] = True
     return dict(rmse=rmse(pred, target, every), mae=mae(pred, target, every),
-                rmse_unobserved=rmse(pred, target, ~observed))
+                rmse_unobserved=rmse(pred, target, ~observed),
+                rmse_interpolation=rmse(pred, target, first), mae_interpolation=mae(pred, target, first),
+                rmse_extrapolation=rmse(pred, target, ~first), mae_extrapolation=mae(pred, target, ~first))

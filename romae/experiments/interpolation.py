@@ -234,7 +234,8 @@ def run_spiral(prof: InterpolationProfile, cache_dir=None, refresh=False, checkp
 # ----------------------------------------------------------------------------- spiral, ContiFormer's protocol
 
 CONTIFORMER = "Spiral, ContiFormer's protocol"  # the rows' setting
-CONTIFORMER_METRICS = ("rmse", "rmse_unobserved", "mae")
+CONTIFORMER_METRICS = ("rmse", "rmse_unobserved", "mae", "rmse_interpolation", "mae_interpolation",
+                       "rmse_extrapolation", "mae_extrapolation")
 
 
 def window_mask(dcfg: S.ContiFormerConfig):
@@ -255,7 +256,8 @@ def window_mask(dcfg: S.ContiFormerConfig):
 
 def evaluate_spiral_contiformer(model, prof: InterpolationProfile, scale: float) -> tuple[pd.DataFrame, dict]:
     """Per evaluation trial, spiral.py's scores of the test spirals (`romae.data.spiral.contiformer_scores`: RMSE and
-    MAE over all 150 points vs the clean curves, RMSE at the 100 unobserved points): RoMAE's predictions at the hidden
+    MAE over all 150 points vs the clean curves, RMSE at the 100 unobserved points, both metrics over the first 75
+    points (interpolation) and the last 75 (extrapolation)): RoMAE's predictions at the hidden
     tokens, the noisy observed values at the observed ones (what `reconstruct` returns there); and the first trial's
     predictions."""
     rows, first = [], None
@@ -263,7 +265,8 @@ def evaluate_spiral_contiformer(model, prof: InterpolationProfile, scale: float)
         d = _dry_head(S.contiformer_spirals("test", prof.contiformer_data, trial=k))
         x = spiral_tensors(d, scale)
         recon = _reconstruct(model, x["values"], x["positions"], x["mask"], batch=prof.eval_batch)
-        rows.append(dict(trial=k, **S.contiformer_scores(recon, d["clean"], d["observed"])))
+        rows.append(dict(trial=k, **S.contiformer_scores(recon, d["clean"], d["observed"],
+                                                        prof.contiformer_data.n_window)))
         first = first or {**d, "recon": recon}
     return pd.DataFrame(rows), first
 
@@ -299,14 +302,15 @@ def trivial_contiformer(prof: InterpolationProfile) -> dict[str, float]:
         d = _dry_head(S.contiformer_spirals("test", prof.contiformer_data, trial=k))
         obs = d["observed"][..., None]
         const = (d["values"] * obs).sum(1, keepdims=True) / obs.sum(1, keepdims=True)  # [n, 1, 2]
-        scores.append(S.contiformer_scores(np.where(obs, d["values"], const), d["clean"], d["observed"]))
+        scores.append(S.contiformer_scores(np.where(obs, d["values"], const), d["clean"], d["observed"],
+                                           prof.contiformer_data.n_window))
     return {m: float(np.mean([s[m] for s in scores])) for m in CONTIFORMER_METRICS}
 
 
 def record_spiral_contiformer(prof: InterpolationProfile, spc: dict, trivial: dict, scale: dict, losses: list,
                               profile: str, reports_dir=None) -> list[dict]:
-    """Record the rows of `CONTIFORMER` (rmse, rmse_unobserved, mae; `_over_seeds`), each with its trivial predictor (`trivial[CONTIFORMER, metric]`, `trivial_contiformer`)
-    -> the Table 7 rows."""
+    """Record the rows of `CONTIFORMER` (each of `CONTIFORMER_METRICS`; `_over_seeds`), each with its trivial
+    predictor (`trivial[CONTIFORMER, metric]`, `trivial_contiformer`) -> the Table 7 rows."""
     dcfg = prof.contiformer_data
     base = (f"ContiFormer's protocol (spiral.py): noise {dcfg.noise_std:g} on raw coordinates, each min-max "
             f"normalised to [0, 1] over all clean trajectories; {dcfg.n_obs} of the first {dcfg.n_window} of "
@@ -318,6 +322,12 @@ def record_spiral_contiformer(prof: InterpolationProfile, spc: dict, trivial: di
     what = dict(rmse=f"RMSE over all {dcfg.n_grid} points (sqrt of the mean summed squared error over x, y)",
                 rmse_unobserved=f"RMSE at the {dcfg.n_grid - dcfg.n_obs} unobserved points only",
                 mae=f"MAE over all {dcfg.n_grid} points (mean summed |error| over x, y)")
+    first, rest = f"the first {dcfg.n_window} points, observed ones included", f"the last {dcfg.n_grid - dcfg.n_window}"
+    what.update(rmse_interpolation=f"RMSE over {first} (interpolation: ContiFormer's Table 1 and figures split a "
+                                   "spiral into this half and the next)",
+                mae_interpolation=f"MAE over {first} (interpolation)",
+                rmse_extrapolation=f"RMSE over {rest} points (extrapolation)",
+                mae_extrapolation=f"MAE over {rest} points (extrapolation)")
     rows = []
     for metric in CONTIFORMER_METRICS:
         m, s = _over_seeds(spc["runs"], metric)

@@ -316,8 +316,8 @@ def verdict_text(claim: dict, found: list[dict], outcome_: str) -> str:
 
 
 def _detail(cell: dict) -> str:
-    """What a judged cell adds to its name: why it is not reproduced, our number against a paper number it
-    differs from, its seeds note ('1 seed', 'on 4 of 5 seeds ...')."""
+    """What a judged cell adds to its name: why it is not reproduced, our number against a paper's or peer's number
+    it differs from or falls short of, its seeds note ('1 seed', 'on 4 of 5 seeds ...')."""
     status, r = cell["status"], cell["row"]
     bare = _short(status)
     parts = []
@@ -325,7 +325,7 @@ def _detail(cell: dict) -> str:
         parts.append(bare.removeprefix("not reproduced: "))
     elif bare.startswith(f"{CEILING}: ") or bare.startswith("not comparable: protocol"):
         parts.append(bare.split(", as ", 1)[1] if ", as " in bare else bare.split(": ", 2)[2])
-    elif cell["reading"] == "not reproduced" and r is not None:
+    elif cell["reading"] in ("not reproduced", "against") and r is not None:
         parts.append(f"{float(r['ours']):.4g} vs {cell['reference']['paper']:g}")
     if "; " in status:
         parts.append(status.split("; ", 1)[1])
@@ -369,7 +369,8 @@ def evidence_text(claim: dict, found: list[dict], why: str, link: str) -> str:
         groups.append("not tested: " + ", ".join(f"{n} {k}" for k, n in kinds.items()))
     if own:
         groups.append("the paper's own number, in its unit: " + "; ".join(
-            name_of(c) + f" {'reproduced' if c['reading'] == 'for' else c['reading']}" + _detail(c) for c in own))
+            name_of(c) + f" {'reproduced' if c['reading'] == 'for' else 'not reproduced' if c['reading'] in JUDGED else c['reading']}"
+            + _detail(c) for c in own))
     text = ". ".join(groups) if groups else "no row"
     if why:
         text = f"{why}. {text}"
@@ -448,14 +449,17 @@ def to_test(claim: dict, found: list[dict], runs: pd.DataFrame | None, hours: di
         return ""
     if claim["claim"] == "L1":
         return "`make bench` on a GPU of the paper's class (Table 9: an NVIDIA GTX 1650 Ti)"
-    ran = set() if runs is None or runs.empty else \
-        set(runs[(runs.status == "ok") & (runs.profile == "paper")].notebook.str[:2])
-    need, missing = [], []
+    done = pd.DataFrame() if runs is None or runs.empty else runs[(runs.status == "ok") & (runs.profile == "paper")]
+    ran = set(done.notebook.str[:2]) if len(done) else set()
+    without = " ".join(done.note) if len(done) and "note" in done else ""  # 'ran without (optional) UEA Heartbeat ...'
+    need, missing, newer = [], [], []
     for c in todo:
         nbs = [nb for nb in notebook_of(c["experiment"]) if nb in claim["notebooks"]] or claim["notebooks"]
         paper_done = [nb for nb in nbs if nb in ran]
-        if c["row"] is None and paper_done:
-            missing.append(c["setting"])
+        if c["row"] is None and paper_done:  # the data it went without, or a row its paper run predates
+            (missing if re.search(rf"\b{re.escape(c['setting'].split(',')[0])}\b", without) else newer).append(c)
+            if c in newer:
+                need += paper_done
         elif not (c["row"] is not None and c["row"].get("profile") == "paper" and paper_done):
             need += [nb for nb in nbs if nb not in ran] or nbs
     parts = []
@@ -465,7 +469,9 @@ def to_test(claim: dict, found: list[dict], runs: pd.DataFrame | None, hours: di
         parts.append(f"`make reproduce PROFILE=paper ONLY={','.join(need)}`" + (f" (plan, one H100: {'; '.join(plan)})"
                                                                                 if plan else ""))
     if missing:
-        parts.append(f"the data of {', '.join(missing)} (`make data`), then the paper run again")
+        parts.append(f"the data of {', '.join(c['setting'] for c in missing)} (`make data`), then the paper run again")
+    if newer:
+        parts.append(f"({', '.join(c['setting'] for c in newer)}: a row newer than the last paper run)")
     return "; ".join(parts)
 
 
