@@ -59,7 +59,9 @@ RULES = f"""\
 **How a claim is judged** (`romae/compendium/reference/claims.csv` says what each claim asserts and against what;
 `romae.runner.claims` derives the verdict, never typed). **Like for like**: a comparison is judged only in one
 unit and one protocol; a peer's number counts only when our row follows its protocol
-(`romae/compendium/reference/peer_protocols.csv`), else the cell reads *other protocol*; where a claim's own
+(`romae/compendium/reference/peer_protocols.csv`), else the cell reads *other protocol*; a peer's number whose unit
+its paper leaves to be read is compared as read, the reading and its grounds stated beside the number
+(`paper_values.csv`: ContiFormer's Spiral RMSE, read as x1e-2); where a claim's own
 comparison mixes units, its number is checked in the paper's unit (reproduced or not) and the claim is judged in
 the comparator's unit. Each evidence cell is read from our best row: *for* (matches, within tolerance or better
 than its reference; a claim in words that holds), *at ceiling* (for, but a trivial predictor or a standard baseline
