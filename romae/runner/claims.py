@@ -295,6 +295,12 @@ WORDS = (("for", "for"), ("at ceiling", "ceiling"), ("against", "against"), ("no
          ("not tested", "untested"), ("other device", "device"), ("other protocol", "protocol"))
 
 
+def _fared(cell: dict, otherwise: str) -> str:
+    """How the paper's own number fared in its unit: 'reproduced' (for), 'not reproduced' (judged otherwise), else
+    `otherwise`."""
+    return "reproduced" if cell["reading"] == "for" else "not reproduced" if cell["reading"] in JUDGED else otherwise
+
+
 def verdict_text(claim: dict, found: list[dict], outcome_: str) -> str:
     """'partially confirmed (of 9 rows: 1 for, 1 at ceiling, ...)'; 'insufficient evidence (1 of 5 data sets
     tested: ...)'; a claim judged like for like apart from its own number adds how that number fared."""
@@ -309,9 +315,7 @@ def verdict_text(claim: dict, found: list[dict], outcome_: str) -> str:
                     if outcome_ == "insufficient evidence" else
                     f"of {len(like)} {units}{' like for like' if own else ''}: {parts}")
     if own:
-        fared = ["reproduced" if c["reading"] == "for" else "not reproduced" if c["reading"] in JUDGED
-                 else "not tested" for c in own]
-        said.append(f"the paper's own number in its unit: {', '.join(fared)}")
+        said.append(f"the paper's own number in its unit: {', '.join(_fared(c, 'not tested') for c in own)}")
     return f"{outcome_} ({'; '.join(said)})" if said else outcome_
 
 
@@ -369,8 +373,7 @@ def evidence_text(claim: dict, found: list[dict], why: str, link: str) -> str:
         groups.append("not tested: " + ", ".join(f"{n} {k}" for k, n in kinds.items()))
     if own:
         groups.append("the paper's own number, in its unit: " + "; ".join(
-            name_of(c) + f" {'reproduced' if c['reading'] == 'for' else 'not reproduced' if c['reading'] in JUDGED else c['reading']}"
-            + _detail(c) for c in own))
+            f"{name_of(c)} {_fared(c, c['reading'])}{_detail(c)}" for c in own))
     text = ". ".join(groups) if groups else "no row"
     if why:
         text = f"{why}. {text}"
@@ -456,10 +459,11 @@ def to_test(claim: dict, found: list[dict], runs: pd.DataFrame | None, hours: di
     for c in todo:
         nbs = [nb for nb in notebook_of(c["experiment"]) if nb in claim["notebooks"]] or claim["notebooks"]
         paper_done = [nb for nb in nbs if nb in ran]
-        if c["row"] is None and paper_done:  # the data it went without, or a row its paper run predates
-            (missing if re.search(rf"\b{re.escape(c['setting'].split(',')[0])}\b", without) else newer).append(c)
-            if c in newer:
-                need += paper_done
+        if c["row"] is None and paper_done and re.search(rf"\b{re.escape(c['setting'].split(',')[0])}\b", without):
+            missing.append(c)  # the data its paper run went without
+        elif c["row"] is None and paper_done:  # a row its paper run predates
+            newer.append(c)
+            need += paper_done
         elif not (c["row"] is not None and c["row"].get("profile") == "paper" and paper_done):
             need += [nb for nb in nbs if nb not in ran] or nbs
     parts = []
