@@ -172,3 +172,29 @@ def test_notebook_roots_resolve_what_the_cells_name():
 def test_modules_that_never_compute_are_not_followed():
     assert not S.computes("compendium/terminal.py") and not S.computes("runner/claims.py")
     assert S.computes("compendium/kept.py") and S.computes("model.py") and S.computes("data/esc50.py")
+
+
+def test_parsing_is_one_thread_at_a_time(monkeypatch):
+    """Two threads building trees parse one at a time (`syntax.parse`): CPython 3.11's AST constructor counts its recursion
+    in state threads share, and two parses at once failed CI with "AST constructor recursion depth mismatch"."""
+    import threading
+    import time
+
+    from romae.compendium import syntax
+
+    inside, most, real = [0], [0], syntax.ast.parse
+
+    def slow(source, *args, **kwargs):  # a parse long enough for the other thread to start its own
+        inside[0] += 1
+        most[0] = max(most[0], inside[0])
+        time.sleep(0.05)
+        inside[0] -= 1
+        return real(source, *args, **kwargs)
+
+    monkeypatch.setattr(syntax.ast, "parse", slow)
+    threads = [threading.Thread(target=S.Module, args=(f"m{i}.py", f"X = {i}\n")) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert most[0] == 1, f"{most[0]} threads parsed at once"

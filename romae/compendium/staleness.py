@@ -46,7 +46,7 @@ import os
 import sys
 from pathlib import Path
 
-from . import numerics
+from . import numerics, syntax
 
 PACKAGE = Path(__file__).resolve().parents[1]
 ROOT = PACKAGE.parent
@@ -57,7 +57,7 @@ NEVER_COMPUTES = {
     "compendium/terminal.py": "the lines make reproduce shows while a notebook runs",
     "compendium/trainings.py": "the record's bookkeeping", "compendium/travel.py": "moves sha256-checked checkpoints",
     "compendium/plan.py": "estimates of time and memory; the micro-batch it picks is out of every key",
-    "compendium/footprint.py": "the memory and time model behind the plan",
+    "compendium/footprint.py": "the memory and time model behind the plan", "compendium/syntax.py": "parses source",
     "compendium/cost.py": "FLOPs and time estimates", "progress.py": "progress lines on the terminal",
     "compendium/settings.py": "reads the runtime make reproduce asks for (its device and precision are in every key)",
     "compendium/staleness.py": "this rule", "precheck.py": "checks that read their inputs, raise or warn, return None",
@@ -95,7 +95,7 @@ class Module:
     def __init__(self, rel: str, source: str):
         self.rel, self.name = rel, dotted(rel)
         self.package = self.name if rel.endswith("__init__.py") else self.name.rsplit(".", 1)[0]
-        tree = ast.parse(source)
+        tree = syntax.parse(source)
         self.units: dict[str, ast.AST] = {}
         self.names: dict[str, str] = {}  # top-level name -> unit qualname
         self.imports: dict[str, set[str]] = {}

@@ -46,6 +46,7 @@ from ..compendium.reference import _peer_rows, artefacts, paper_values
 from ..compendium.report import PROFILE_RANK, RESULT_COLUMNS, ROOT, derived_rows, reports_path
 from ..compendium.verdicts import _parse, qualifiers, scale as scale_fields
 from . import judge
+from .plantables import planned_hours, planned_total
 
 CLAIMS = Path(__file__).resolve().parents[1] / "compendium" / "reference" / "claims.csv"
 PROTOCOLS = CLAIMS.with_name("peer_protocols.csv")
@@ -566,38 +567,6 @@ def _pair(scale_cell, field: str) -> str:
     return f"{ours} / {paper}"
 
 
-def planned_hours(plan_json: Path | None = None) -> dict[str, tuple[str, str]]:
-    """{notebook: (hours FP32, hours BF16)} of the paper profile on one H100, from the plan `make plan` writes
-    (reports/plan/paper_h100.json, `python -m romae.bench plan ... --out`); {} without it."""
-    import json
-
-    from ..compendium.plan import _hours
-
-    path = plan_json or ROOT / "reports" / "plan" / "paper_h100.json"
-    try:
-        totals = json.loads(path.read_text())["totals"]
-    except (OSError, ValueError, KeyError):
-        return {}
-    return {nb: (_hours(t.get("fp32")), _hours(t.get("bf16"))) for nb, t in totals.items() if nb != "all"}
-
-
 def notebook_of(experiment: str) -> list[str]:
     """The notebooks (NN) that regenerate an experiment (artefacts.csv), [] when none names it."""
     return next((a["notebook"] for a in artefacts() if experiment in a["experiments"]), [])
-
-
-def planned_total(plan_json: Path | None = None) -> tuple[str, str, str, str] | None:
-    """(hours FP32, hours BF16, eager hours FP32, eager hours BF16) of the whole paper profile on one H100 from the
-    plan (`planned_hours`; the eager pair "" in a plan without them), or None."""
-    import json
-
-    from ..compendium.plan import _hours
-
-    path = plan_json or ROOT / "reports" / "plan" / "paper_h100.json"
-    try:
-        p = json.loads(path.read_text())
-        total, eager = p["totals"]["all"], p.get("eager_totals") or {}
-    except (OSError, ValueError, KeyError):
-        return None
-    return (_hours(total.get("fp32")), _hours(total.get("bf16")),
-            _hours(eager["fp32"]) if "fp32" in eager else "", _hours(eager["bf16"]) if "bf16" in eager else "")

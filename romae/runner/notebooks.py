@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..compendium import report
+from ..compendium import report, syntax
 from ..compendium.report import variant_slug
 from ..config import as_list
 from ..data import catalog
@@ -52,7 +52,7 @@ def notebook_parameters(path: Path) -> dict[str, tuple[str, object]]:
         if "parameters" in cell.get("metadata", {}).get("tags", []):
             src = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
             out = {}
-            for node in ast.parse(src).body:
+            for node in syntax.parse(src).body:
                 if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
                     out[node.target.id] = (ast.unparse(node.annotation), ast.literal_eval(node.value))
             return out

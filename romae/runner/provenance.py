@@ -19,7 +19,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from ..compendium import staleness
+from ..compendium import staleness, syntax
 
 ROOT = staleness.ROOT
 FORMAT = 3
@@ -36,7 +36,7 @@ def notebook_code(text: str) -> str:
             continue
         source = "".join(cell.get("source", []))
         try:
-            tree = ast.parse(source)
+            tree = syntax.parse(source)
         except SyntaxError:
             h.update(source.encode())
             continue
@@ -52,7 +52,7 @@ def notebook_roots(text: str, tree: staleness.Tree | None = None) -> list[str]:
     lines = [ln for c in cells for ln in "".join(c.get("source", [])).splitlines()
              if not ln.lstrip().startswith(("%", "!"))]
     try:
-        parsed = ast.parse("\n".join(lines))
+        parsed = syntax.parse("\n".join(lines))
     except SyntaxError:
         return []
     m = staleness.Module("__notebook__.py", "\n".join(lines))
