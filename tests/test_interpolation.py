@@ -226,6 +226,12 @@ def test_smoke_experiment_writes_reports(tmp_path, monkeypatch):
     # notebook 15's figures mark what they compare with: the floor from the diagnostics, the peers' stds, the seeds
     fig = F.plot_table7(res, I.spiral_diagnostics(res))
     labels = " ".join(t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts())
+    labels = labels.replace("\n", " ")  # long labels are wrapped
+    # the legends below the panels never squeeze them, and the Synthetic protocols' tick labels never overprint
+    fig.canvas.draw()
+    assert all(ax.get_position().width > 0.25 for ax in fig.axes[:2]), [ax.get_position().width for ax in fig.axes]
+    ticks = [t.get_window_extent() for t in fig.axes[1].get_xticklabels() if t.get_text()]
+    assert len(ticks) >= 2 and all(u.x1 < v.x0 for u, v in zip(ticks, ticks[1:]))
     assert f"{diag[F.FLOOR]:.4f}" in labels and "HeTVAE (peer, protocol not stated): 0.223 +- 0.07" in labels
     assert "noise variance" in labels and "not a bound" in labels
     # ContiFormer's number is another protocol's: named in the legend, no point on the panel's axis

@@ -15,6 +15,8 @@ imports this module.
 
 from __future__ import annotations
 
+import textwrap
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -35,10 +37,13 @@ def _seeds_shown(runs: list, shown: int | None = None) -> str:
     return f"one seed (seed {runs[0]['seed']})" if n == 1 else f"{n} seeds"
 
 
-def _legend(ax, **kw):
+def _legend(ax, wrap: int | None = None, **kw):
+    """The axes' legend, each label once; `wrap`: labels broken into lines of at most that many characters (a long
+    label would otherwise widen the legend past its panel, and the constrained layout shrink the panel to fit)."""
     handles, labels = ax.get_legend_handles_labels()
     unique = dict(zip(labels, handles))
-    ax.legend(unique.values(), unique.keys(), **kw)
+    shown = [textwrap.fill(t, wrap) for t in unique] if wrap else list(unique)
+    ax.legend(list(unique.values()), shown, **kw)
 
 
 def plot_table7(res: dict, diagnostics: pd.DataFrame):
@@ -50,7 +55,7 @@ def plot_table7(res: dict, diagnostics: pd.DataFrame):
     Right: the Synthetic MSE vs the noisy values per protocol, one point per seed; the paper's and HeTVAE's
     published numbers at the 3-10 protocol with their published stds as error bars (peer_values.csv), the noise
     variance of the generator (no MSE against noisy values goes below it) and the trivial predictor per protocol."""
-    fig, (a, b) = plt.subplots(1, 2, figsize=(13.5, 5.4), gridspec_kw=dict(width_ratios=(1, 1.7)),
+    fig, (a, b) = plt.subplots(1, 2, figsize=(13.5, 6.4), gridspec_kw=dict(width_ratios=(1, 1.5)),
                                layout="constrained")
     spiral = res["spiral"]["runs"]
     trials = pd.concat([r["trials"] for r in spiral])
@@ -75,7 +80,7 @@ def plot_table7(res: dict, diagnostics: pd.DataFrame):
           xlabel="evaluation trials (spread sideways to be seen); the trivial predictor at the right")
     a.set_title(f"Spiral: {_seeds_shown(spiral)}, one point per evaluation trial\n({title_tag(res, 'Spiral')})",
                 fontsize=10)
-    a.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.04))
+    _legend(a, wrap=60, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.04))
     synthetic = res["synthetic"]["runs"]
     protos = ["3-10"] + [str(k) for k in res["profile"].eval_n_obs]
     for j, proto in enumerate(protos):
@@ -97,11 +102,11 @@ def plot_table7(res: dict, diagnostics: pd.DataFrame):
                    label=f"HeTVAE (peer, protocol not stated): {r['value']:g}" + (f" +- {std:g}" if std else ""))
     noise = res["profile"].synthetic_data.noise_std ** 2
     b.axhline(noise, color="tab:purple", ls=":", lw=1.5, label=f"noise variance: {noise:g} (the floor)")
-    b.set(xticks=range(len(protos)), xticklabels=[f"{p} observed" for p in protos], xlim=(-0.55, len(protos) - 0.45),
+    b.set(xticks=range(len(protos)), xticklabels=[f"{p}\nobserved" for p in protos], xlim=(-0.55, len(protos) - 0.45),
           ylim=(0, None), ylabel="MSE at the unobserved points vs the noisy values")
     b.set_title(f"Synthetic: {_seeds_shown(synthetic)}, one point per seed ({title_tag(res, 'Synthetic')})",
                 fontsize=10)
-    b.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=2)
+    _legend(b, wrap=45, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2)
     fig.suptitle("Table 7, Spiral and Synthetic: ours beside the paper's values, the peers' and the references")
     return fig
 
