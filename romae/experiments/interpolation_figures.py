@@ -106,7 +106,7 @@ def plot_table7(res: dict, diagnostics: pd.DataFrame):
           ylim=(0, None), ylabel="MSE at the unobserved points vs the noisy values")
     b.set_title(f"Synthetic: {_seeds_shown(synthetic)}, one point per seed ({title_tag(res, 'Synthetic')})",
                 fontsize=10)
-    _legend(b, wrap=45, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2)
+    _legend(b, wrap=50, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2)
     fig.suptitle("Table 7, Spiral and Synthetic: ours beside the paper's values, the peers' and the references")
     return fig
 
