@@ -91,3 +91,39 @@ def test_index_fits_1400_px_with_long_notes(tmp_path):
     assert overflow is not None, dom[-2000:]
     assert int(overflow.group(1)) <= 0, f"the page is {overflow.group(1)} px wider than a 1400 px window"
     assert "unbroken_unbroken" in dom
+
+
+def test_embedded_figures_shrink_and_keep_their_pixels():
+    """A page's PNGs are re-encoded on a 256-colour palette where that is smaller (`pages.smaller_pngs`): same size in
+    pixels, close in colour, smaller; anything else in the page is left as it is."""
+    import base64
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from PIL import Image
+
+    from romae.runner import pages
+
+    fig, ax = plt.subplots(figsize=(6, 4), dpi=100)
+    x = np.linspace(0, 10, 400)
+    for k in range(6):
+        ax.plot(x, np.sin(x + k), label=f"curve {k}")
+    ax.fill_between(x, -0.2, 0.2, alpha=0.2)
+    ax.legend()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    raw = buf.getvalue()
+    body = f'<p>text</p><img src="data:image/png;base64,{base64.b64encode(raw).decode()}"/><img src="x.svg"/>'
+    out = pages.smaller_pngs(body)
+    assert out.startswith("<p>text</p>") and out.endswith('<img src="x.svg"/>') and len(out) < 0.7 * len(body)
+    small = base64.b64decode(re.search(r"base64,([A-Za-z0-9+/=]+)", out).group(1))
+    a = np.asarray(Image.open(io.BytesIO(raw)).convert("RGBA"), dtype=float)[..., :3]
+    b = np.asarray(Image.open(io.BytesIO(small)).convert("RGBA"), dtype=float)[..., :3]
+    assert a.shape == b.shape and np.abs(a - b).mean() < 2.0
+    assert pages.smaller_pngs('<img src="data:image/png;base64,bm90IGEgcG5n"/>') == \
+        '<img src="data:image/png;base64,bm90IGEgcG5n"/>'  # not a PNG: left alone

@@ -5,9 +5,12 @@ variants), each variant's own summary, the HTML pages of the executed notebooks 
 
 from __future__ import annotations
 
+import base64
 import html
+import io
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -227,8 +230,31 @@ def render_page(reports: Path, executed: Path, page: Path, force: bool = False) 
         if page.parent != html_dir:
             body = body.replace(MATHJAX_URL, Path(os.path.relpath(html_dir, page.parent), MATHJAX_URL).as_posix())
         page.parent.mkdir(parents=True, exist_ok=True)
-        report.write_atomic(page, redactor(reports)(body))  # the executed copy is clean already
+        report.write_atomic(page, redactor(reports)(smaller_pngs(body)))  # the executed copy is clean already
     return page
+
+
+_PNG = re.compile(r"(data:image/png;base64,)([A-Za-z0-9+/=]+)")
+
+
+def smaller_pngs(body: str) -> str:
+    """`body` (HTML) with each embedded PNG re-encoded on an adaptive palette of 256 colours where that is smaller: a
+    figure's few flat colours survive it to the eye, and a page of many figures keeps under its 1 MB. The executed
+    notebook keeps the originals (and reports/figures/ its own files)."""
+    from PIL import Image
+
+    def one(m: re.Match) -> str:
+        raw = base64.b64decode(m.group(2))
+        try:
+            img = Image.open(io.BytesIO(raw))
+            out = io.BytesIO()
+            img.convert("RGBA").quantize(256, method=Image.Quantize.FASTOCTREE).save(out, "PNG", optimize=True)
+        except (OSError, ValueError):  # not a PNG Pillow can read: left as it is
+            return m.group(0)
+        small = out.getvalue()
+        return m.group(1) + base64.b64encode(small).decode() if len(small) < len(raw) else m.group(0)
+
+    return _PNG.sub(one, body)
 
 
 def _html_table(df: pd.DataFrame, css: str, key: str = "status") -> str:
