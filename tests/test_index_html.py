@@ -127,3 +127,4 @@ def test_embedded_figures_shrink_and_keep_their_pixels():
     assert a.shape == b.shape and np.abs(a - b).mean() < 2.0
     assert pages.smaller_pngs('<img src="data:image/png;base64,bm90IGEgcG5n"/>') == \
         '<img src="data:image/png;base64,bm90IGEgcG5n"/>'  # not a PNG: left alone
+    assert pages.smaller_pngs('<img src="data:image/png;base64,abc"/>') == '<img src="data:image/png;base64,abc"/>'

@@ -244,12 +244,12 @@ def smaller_pngs(body: str) -> str:
     from PIL import Image
 
     def one(m: re.Match) -> str:
-        raw = base64.b64decode(m.group(2))
         try:
+            raw = base64.b64decode(m.group(2))
             img = Image.open(io.BytesIO(raw))
             out = io.BytesIO()
             img.convert("RGBA").quantize(256, method=Image.Quantize.FASTOCTREE).save(out, "PNG", optimize=True)
-        except (OSError, ValueError):  # not a PNG Pillow can read: left as it is
+        except (OSError, ValueError):  # not base64 (bad padding) or not a PNG Pillow can read: left as it is
             return m.group(0)
         small = out.getvalue()
         return m.group(1) + base64.b64encode(small).decode() if len(small) < len(raw) else m.group(0)
