@@ -203,13 +203,21 @@ def _unusable(path: Path, verdict: str, reason: str) -> tuple[bool, None]:
     return False, None
 
 
+OUTDATED: Callable[[Path], str] | None = None  # set by the compendium: why a verified entry's twin no longer holds
+#                                                (code its key does not name changed: what it ran on CUDA), or ''
+
+
 def lookup(folder: Path, key: str) -> tuple[bool, Any]:
-    """(True, result) for a verified entry <folder>/<key>.pt, else (False, None) (a warning when it is damaged)."""
+    """(True, result) for a verified entry <folder>/<key>.pt, else (False, None) (a warning when it is damaged; an
+    entry `OUTDATED` refuses is recomputed)."""
     path, twin = folder / f"{key}.pt", folder / f"{key}.json"
     if not path.exists():
         return False, None
     with _lock(folder, exclusive=False):
-        return _load(path, twin)
+        found, result = _load(path, twin)
+    if found and OUTDATED is not None and OUTDATED(twin):
+        return False, None
+    return found, result
 
 
 def store(folder: Path, key: str, result: Any, meta: dict) -> bytes:

@@ -133,11 +133,18 @@ PLANTS = [
          edits=[("feeding.py", "g = perm[b * batch_size * n_proc : (b + 1) * batch_size * n_proc]",
                  "g = perm.roll(1)[b * batch_size * n_proc : (b + 1) * batch_size * n_proc]")],
          feeds={FIT}),
-    # under CUDA graphs, the learning-rate tensor filled with lr x0.999
-    dict(name="graphs_capturable_lr_x0.999",
+    # under CUDA graphs, the learning-rate tensor filled with lr x0.999: code that runs only on CUDA, so it stales
+    # results computed there (`device`; on a CPU it stales nothing: NEUTRAL's graphs_* and test_device_records)
+    dict(name="graphs_capturable_lr_x0.999", device="cuda",
          edits=[("graphs.py", "torch.tensor(float(lr), dtype=dtype, device=dev)",
                  "torch.tensor(float(lr) * 0.999, dtype=dtype, device=dev)")],
-         feeds={FIT}),
+         feeds={FIT, nb("02"), nb("14")}),
+    # a graph's replay counted twice, its warm-up one step longer: CUDA-only code (above)
+    dict(name="graphs_replays_and_warmup", device="cuda",
+         edits=[("graphs.py", "WARMUP = 3", "WARMUP = 4"),
+                ("graphs.py", "            self.replays += 1\n            return tuple(t.clone() for t in static_out)\n        if sig",
+                 "            self.replays += 2\n            return tuple(t.clone() for t in static_out)\n        if sig")],
+         feeds={FIT, nb("02"), nb("12")}),
     # the largest position a model takes: 2**53 -> 2**52
     dict(name="inputs_max_position_2_52",
          edits=[("inputs.py", "MAX_POSITION = 2.0 ** 53", "MAX_POSITION = 2.0 ** 52")],
@@ -226,6 +233,13 @@ _HIDDEN_COUNT = '''def hidden_count(N: int, mask_ratio: float) -> int:
 _EQUALIZE_END = '    return {**batch, "values": values, "positions": positions, "pad_mask": pad, "mask": mask}\n'
 
 NEUTRAL = [
+    # code that runs only on CUDA (`romae.compendium.devices`), for results computed on a CPU: the graph machinery's
+    # warm-up, its replays and the learning-rate tensor (the same edits stale CUDA results: PLANTS' graphs_*)
+    dict(name="graphs_only_on_cuda_for_cpu_results",
+         edits=[("graphs.py", "WARMUP = 3", "WARMUP = 4"),
+                ("graphs.py", "torch.tensor(float(lr), dtype=dtype, device=dev)",
+                 "torch.tensor(float(lr) * 0.999, dtype=dtype, device=dev)"),
+                ("masking.py", "def take_checks() -> list:\n", "def take_checks() -> list:\n    _STATE.taken = True\n")]),
     # model.py
     dict(name="model_comment_in_droppath",
          edits=[("model.py", "        return x * keep / (1.0 - self.rate)\n",
@@ -308,7 +322,8 @@ def staled() -> dict[str, dict]:
     stales.consumers()  # this checkout's records, computed once before the threads share them
     cases = PLANTS + NEUTRAL
     with ThreadPoolExecutor(2) as pool:
-        return dict(zip([c["name"] for c in cases], pool.map(lambda c: stales.planted(c["edits"]), cases)))
+        return dict(zip([c["name"] for c in cases],
+                        pool.map(lambda c: stales.planted(c["edits"], device=c.get("device", "cpu")), cases)))
 
 
 @pytest.mark.parametrize("plant", _cases(PLANTS))

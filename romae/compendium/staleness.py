@@ -28,6 +28,11 @@ entry and their ids are the record's `numbers`. So a change to an executed state
 a change to any other statement through the hash, and a rewording or a refactor that keeps the numbers changes
 neither.
 
+**Device classes** (`romae.compendium.devices`). Units that run only on CUDA (the CUDA-graph machinery) count in
+`units` as they were when that rule came in, so a record's code id (a key) is one on every device and an edit there
+stales nothing computed on a CPU; a result computed on CUDA also holds `device_units`, those units (and what only
+they reach) as they are, which `check` compares too.
+
 **The decision.** `code_id(record)`: a hash of the record's numbers and the sorted list of its entries, places left
 out (so a renamed or moved unit keeps it). A kept result's key ends with it; a notebook run's provenance record
 holds it. `explain(old, new)` pairs units by place, then the rest by content (a unit renamed or moved), and lists
@@ -46,7 +51,8 @@ import os
 import sys
 from pathlib import Path
 
-from . import numerics, syntax
+from . import devices, numerics, syntax
+from .normalise import MARK, MESSAGES, _Mask, _name, _Normalise  # noqa: F401 (MARK, MESSAGES: the rule's words)
 
 PACKAGE = Path(__file__).resolve().parents[1]
 ROOT = PACKAGE.parent
@@ -62,13 +68,13 @@ NEVER_COMPUTES = {
     "compendium/settings.py": "reads the runtime make reproduce asks for (its device and precision are in every key)",
     "compendium/staleness.py": "this rule", "precheck.py": "checks that read their inputs, raise or warn, return None",
     "compendium/numerics.py": "the ids of the workloads", "compendium/workloads.py": "the workloads themselves",
+    "compendium/devices.py": "which units run on one device type only (part of this rule)",
+    "compendium/normalise.py": "how this rule normalises a unit",
     "compendium/cache.py": "where results are kept, how keys are written", "storage.py": "writes, digests, storage",
     "runner/": "what no notebook imports: it runs notebooks and lays out their reports",
     **{f: "an entry-point shim" for f in ("bench.py", "reproduce.py", "promise.py", "gpucheck.py", "trainings.py",
                                           "numerics.py")},
 }
-MARK = "\u00b7"  # what a message's text, or a statement a workload executed, becomes in a hash
-MESSAGES = {"warnings.warn", "print"}  # calls whose strings are messages (and raise, assert, *Error(...))
 
 
 def computes(rel: str) -> bool:
@@ -165,29 +171,32 @@ def _inert_toplevel(node) -> bool:
                and isinstance(s.value, ast.Constant) and s.value.value is None) for s in inner)
 
 
-def _name(node) -> str | None:
-    """'a.b.c' for a chain of attributes on a name, else None."""
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        return ".".join([node.id, *reversed(parts)])
-    return None
-
-
 # ----------------------------------------------------------------------------- a tree of the package
 
 class Tree:
     """The package as some version of it reads ({package-relative path: source}; `Tree.of(folder)`, `here()`), with
     each unit's references resolved and its entry computed (`entry`)."""
 
-    def __init__(self, files: dict[str, str], folder: Path | None = None):
+    def __init__(self, files: dict[str, str], folder: Path | None = None, device: str = "cuda"):
+        self.device = device  # the record class (`romae.compendium.devices`): 'cuda' counts every unit as itself
         self.files = {rel: src for rel, src in files.items() if computes(rel)}
         self.skipped = {dotted(rel) for rel in files if not computes(rel)}
         self.folder = folder  # where the tree lies on disk (its workloads run there), None for the checkout
         self.by_name = {dotted(rel): rel for rel in self.files}
         self._measured = None
+        self._views: dict[str, Tree] = {device: self}
+
+    def view(self, device: str) -> "Tree":
+        """This tree for records of class `device` (`romae.compendium.devices`), sharing its workloads' numbers."""
+        if device not in self._views:
+            other = Tree(self.files, self.folder, device)
+            other.skipped, other._views = self.skipped, self._views
+            other.measured = self.measured  # one measurement for every class
+            self._views[device] = other
+        return self._views[device]
+
+    def _foreign(self, place: str) -> bool:  # a unit that never runs in a result of this tree's class
+        return devices.foreign(place, self.device)
 
     @classmethod
     def of(cls, package: Path) -> "Tree":
@@ -262,6 +271,9 @@ class Tree:
     @functools.lru_cache(maxsize=None)
     def content(self, place: str, rounds: int = ROUNDS) -> str:
         """A unit's hash unmasked, its references counted `rounds` deep: what a reference to it stands for."""
+        if self._foreign(place):  # as it was when the device rule came in (`romae.compendium.devices`)
+            held = devices.frozen().get(place)
+            return held["content"][min(rounds, 2) - 1] if held else devices.foreign_mark(place)
         if place not in self.units:
             return place  # a whole module, named by its place
         dump, refs = self._plain(place)
@@ -272,7 +284,10 @@ class Tree:
     @functools.lru_cache(maxsize=None)
     def entry(self, place: str) -> str:
         """A unit's entry: 'hash', or 'hash@workload,...' naming the workloads that vouch for its masked statements
-        (for each, the first workload in `romae.compendium.numerics.PATHS` order that ran it)."""
+        (for each, the first workload in `romae.compendium.numerics.PATHS` order that ran it); a foreign unit's is
+        the frozen one (`romae.compendium.devices`)."""
+        if self._foreign(place):
+            return devices.frozen()[place]["entry"]
         dump, refs, ran = self._normalised(place, masked=True)
         h = _sha(dump + "|" + ",".join(self.content(r, ROUNDS - 1) for r in refs))
         rel = self.units[place][0]
@@ -291,6 +306,8 @@ class Tree:
         rel, qual = place.split(":", 1)
         if qual == "":  # a whole module
             return {f"{rel}:{q}" for q in self.module(rel).units}
+        if self._foreign(place):  # what it brought when the device rule came in
+            return set(devices.frozen().get(place, {}).get("neighbours", ()))
         out = set(self._plain(place)[1])
         m = self.module(rel)
         out.update(f"{rel}:{q}" for q in (m.classes.get(qual) or ()))
@@ -303,13 +320,14 @@ class Tree:
     def closure(self, roots) -> set[str]:
         """Every unit `roots` (places) can run."""
         seen: set[str] = set()
-        todo = [r for r in roots if r.endswith(":") or r in self.units]
+        known = lambda q: q.endswith(":") or (q in devices.frozen() if self._foreign(q) else q in self.units)  # noqa
+        todo = [r for r in roots if known(r)]
         while todo:
             p = todo.pop()
             if p in seen:
                 continue
             seen.add(p)
-            todo.extend(q for q in self.neighbours(p) if q not in seen and (q.endswith(":") or q in self.units))
+            todo.extend(q for q in self.neighbours(p) if q not in seen and known(q))
         return {p for p in seen if not p.endswith(":")}
 
     def _named(self, place: str) -> str | None:
@@ -340,155 +358,6 @@ class Tree:
         used = sorted({w for e in units.values() if "@" in e for w in e.split("@", 1)[1].split(",")})
         ids = self.measured()["ids"]
         return {"roots": roots, "units": units, "numbers": {w: ids.get(w, "?") for w in used}}
-
-
-# ----------------------------------------------------------------------------- normalising a unit
-
-class _Normalise(ast.NodeTransformer):
-    """Docstrings, imports and the unit's own name out; messages marked; names resolved (the module docstring)."""
-
-    def __init__(self, tree: Tree, rel: str, refs: list[str]):
-        self.tree, self.rel, self.refs = tree, rel, refs
-
-    def _chain(self, node):
-        chain = _name(node)
-        if chain is None:
-            return None
-        found = self.tree.local(self.rel, chain)
-        if found is None:
-            return None
-        kind, what = found
-        if kind == "external":
-            return ast.Name(id=what, ctx=ast.Load())
-        self.refs.append(what)
-        return ast.Name(id="@", ctx=ast.Load())
-
-    def visit_Name(self, node):
-        return self._chain(node) or node
-
-    def visit_Attribute(self, node):
-        return self._chain(node) or self.generic_visit(node)
-
-    def _body(self, node):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            node.name = ""
-        body = [s for s in node.body if not isinstance(s, (ast.Import, ast.ImportFrom))]
-        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-                and isinstance(body[0].value.value, str):
-            body = body[1:]
-        node.body = body or [ast.Pass()]
-        if isinstance(node, ast.ClassDef):  # its methods are units of their own
-            node.body = [s for s in node.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))] \
-                or [ast.Pass()]
-        return self.generic_visit(node)
-
-    visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _body
-
-    def generic_visit(self, node):
-        for field in ("body", "orelse", "finalbody"):
-            seq = getattr(node, field, None)
-            if isinstance(seq, list) and seq and isinstance(seq[0], ast.stmt):
-                kept = [s for s in seq if not isinstance(s, (ast.Import, ast.ImportFrom))]
-                setattr(node, field, kept or ([ast.Pass()] if field == "body" else []))
-        return super().generic_visit(node)
-
-    def visit_Raise(self, node):
-        node = self.generic_visit(node)
-        if node.exc is not None:
-            node.exc = _Messages().visit(node.exc)
-        return node
-
-    def visit_Assert(self, node):
-        node = self.generic_visit(node)
-        node.msg = None  # an assert's message, reworded, added or removed
-        return node
-
-    def visit_Call(self, node):
-        refs = len(self.refs)
-        node = self.generic_visit(node)
-        callee = node.func.id if isinstance(node.func, ast.Name) else None
-        if callee == "@" and len(self.refs) > refs:  # one of ours: an exception class is named by its bases
-            rel, cls = self.tree.units.get(self.refs[refs], (None, None))
-            callee = "".join(ast.unparse(b) for b in getattr(cls, "bases", [])) or callee
-        if callee in MESSAGES or (callee and callee.startswith(tuple(f"{m}." for m in self.tree.skipped))) \
-                or (callee or "").endswith(("Error", "Exception", "Warning")):  # an exception made to be raised
-            node.args = [_Messages().visit(a) for a in node.args]
-            node.keywords = [ast.keyword(k.arg, _Messages().visit(k.value)) for k in node.keywords]
-        return node
-
-
-class _Messages(ast.NodeTransformer):
-    """Every string in a message (constants, f-strings) becomes MARK."""
-
-    def visit_JoinedStr(self, node):
-        return ast.Constant(MARK)
-
-    def visit_Constant(self, node):
-        return ast.Constant(MARK) if isinstance(node.value, str) else node
-
-
-class _Mask:
-    """A unit with each statement a workload executed (its own lines: a simple statement's, a compound one's header)
-    replaced by MARK, a compound statement whose parts all ran by one MARK, runs of MARKs merged. A unit's own
-    signature and decorators ran at import, not in a workload: never masked."""
-
-    def __init__(self, hit: frozenset[int], ran: set[int]):
-        self.hit, self.ran_lines = hit, ran
-
-    def unit(self, node):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            node.body = self.block(node.body)
-        return node  # a class body, an assignment, <module>: run at import
-
-    def ran(self, s: ast.stmt, upto: int | None) -> bool:
-        first = min([s.lineno] + [d.lineno for d in getattr(s, "decorator_list", [])])
-        last = (upto - 1) if upto is not None else s.end_lineno
-        hit = [ln for ln in range(first, max(first, last) + 1) if ln in self.hit]
-        self.ran_lines.update(hit[:1])
-        return bool(hit)
-
-    def block(self, body: list) -> list:
-        out = []
-        for s in body:
-            s = self.stmt(s)
-            if _is_mark(s) and out and _is_mark(out[-1]):
-                continue
-            out.append(s)
-        return out
-
-    def stmt(self, s):
-        blocks = [f for f in ("body", "orelse", "finalbody", "handlers") if getattr(s, f, None)]
-        if not blocks:
-            return _mark() if self.ran(s, None) else s
-        first_child = min(c.lineno for f in blocks for c in getattr(s, f))
-        ran = self.ran(s, first_child) or isinstance(s, ast.Try)
-        for f in blocks:
-            if f == "handlers":
-                s.handlers = [self.handler(h) for h in s.handlers]
-            else:
-                setattr(s, f, self.block(getattr(s, f)))
-        if not ran:
-            return s
-        for field in ("test", "iter", "target", "items", "args", "returns", "decorator_list", "bases", "keywords",
-                      "subject"):
-            if getattr(s, field, None) is not None and not isinstance(s, ast.ClassDef):
-                setattr(s, field, [] if isinstance(getattr(s, field), list) else _mark().value)
-        parts = [getattr(s, f) for f in blocks]
-        if all(all(_is_mark(x) for x in p) if f != "handlers" else all(_is_mark(x) for h in p for x in h.body)
-               for f, p in zip(blocks, parts)):
-            return _mark()
-        return s
-
-    def handler(self, h):
-        h.body = self.block(h.body)
-        return h
-
-
-def _mark():  # a statement a workload ran, in a masked unit
-    return ast.Expr(ast.Constant(MARK + "ran"))
-
-
-_is_mark = lambda s: isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) and s.value.value == MARK + "ran"  # noqa: E731
 
 
 # ----------------------------------------------------------------------------- roots, records, decisions
@@ -541,13 +410,28 @@ def here() -> Tree:
     return _here_tree(stamp)
 
 
-def record(roots, tree: Tree | None = None) -> dict:
+def record(roots, tree: Tree | None = None, device=None) -> dict:
     """The code record of a result run from `roots` (places or package objects), by `tree` (default: this
-    checkout)."""
+    checkout), computed on `device` (a device or a class, `romae.compendium.devices`; default: this process's): its
+    `units` count a unit that runs only on another device type as frozen, so its code id (a key) is the same on every
+    device; a result computed on CUDA also holds `device_units`, what it ran there as it is now."""
     places = sorted({p for p in (r if isinstance(r, str) else place_of(r) for r in roots) if p})
     if os.environ.get(numerics.IN_WORKLOAD) and tree is None:  # a workload's own kept results: keyed by roots
         return {"roots": places, "units": {}, "numbers": {}}
-    return _record_of(tree or here(), tuple(places))
+    return _result_record(tree or here(), tuple(places), devices.class_of(device) if device else devices.this_class())
+
+
+def _result_record(tree: Tree, places: tuple, cls: str) -> dict:
+    rec = _record_of(tree.view("cpu"), places)
+    if cls == "cuda":  # every unit as it is now that the CPU record does not hold as such (`romae.compendium.devices`)
+        full = _record_of(tree.view("cuda"), places)["units"]
+        rec["device_units"] = {p: e for p, e in full.items() if devices.only_on(p) or p not in rec["units"]}
+    return rec
+
+
+def device_of(rec: dict) -> str:
+    """The class of the device a record's result was computed on: 'cuda' when it holds `device_units`, else 'cpu'."""
+    return "cuda" if isinstance(rec.get("device_units"), dict) else "cpu"
 
 
 def _record_of(tree: Tree, roots: tuple) -> dict:
@@ -583,6 +467,8 @@ def explain(old: dict, new: dict) -> list[str]:
         x, y = old.get("numbers", {}).get(w), new.get("numbers", {}).get(w)
         if x != y and x is not None and y is not None:
             out.append(f"numbers of the {w} workload: {x} -> {y}")
+    c, d = old.get("device_units") or {}, new.get("device_units") or {}
+    out += [f"{p}: changed (it ran on CUDA)" for p in sorted(c.keys() | d.keys()) if c.get(p) != d.get(p)]
     if not out and code_id(old) != code_id(new):
         out.append("the workloads that vouch for it changed")
     return out
@@ -592,8 +478,28 @@ def check(rec, tree: Tree | None = None) -> list[str]:
     """[] when record `rec` is what `tree`'s code gives from its roots now, else why not."""
     if not is_record(rec):
         return ["no code record of the sound rule (kept before issue 51)"]
-    now = _record_of(tree or here(), tuple(sorted(set(rec["roots"]))))
-    return [] if code_id(now) == code_id(rec) else explain(rec, now) or ["its code changed"]
+    now = _result_record(tree or here(), tuple(sorted(set(rec["roots"]))), device_of(rec))
+    same = code_id(now) == code_id(rec) and now.get("device_units", {}) == rec.get("device_units", {})
+    return [] if same else explain(rec, now) or ["its code changed"]
+
+
+def cuda_changed(meta: dict) -> str:
+    """Why a result computed on CUDA is stale in code that runs only there (its key does not name it, so a run finds
+    it under its key and the loader retrains it: `romae.compendium.devices`), or '' (current there, or a CPU's)."""
+    made_of = meta.get("code_of")
+    if not is_record(made_of) or device_of(made_of) != "cuda":
+        return ""
+    why = [w for w in check(made_of) if w.endswith("(it ran on CUDA)")]
+    return "; ".join(why[:4]) + (f" and {len(why) - 4} more" if len(why) > 4 else "")
+
+
+def outdated(twin: Path) -> str:
+    """`romae.storage.OUTDATED` for the results cache: `cuda_changed` of the twin at `twin`."""
+    try:
+        meta = json.loads(Path(twin).read_text())
+    except (OSError, ValueError):
+        return ""
+    return cuda_changed(meta) if isinstance(meta, dict) else ""
 
 
 TRAINING_ROOTS = ("compendium/kept.py:fit_cached", "train.py:fit", "model.py:RoMAEForPreTraining",

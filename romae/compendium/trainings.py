@@ -38,6 +38,7 @@ from typing import Any
 
 import torch
 
+from .. import storage as _storage
 from . import terminal
 
 ENV = "ROMAE_TRAININGS"
@@ -350,6 +351,9 @@ def check(folder: Path, key: str, require: tuple[str, ...] = (), *, lock: bool =
         lacking = [r for r in require if r in meta.get("dropped", [])]
         if lacking:
             return Verdict(RETRAIN, f"kept without its {lacking[0]}, which this run needs"), None, meta
+        ran_there = _cuda_changed(meta)
+        if ran_there:  # its key names the code every device runs; this, what it ran on CUDA only, changed
+            return Verdict(RETRAIN, ran_there), None, meta
         verdict, reason, result = verified(path, twin)
         if verdict is not None:
             return aside(f"its .pt is {verdict}: {reason}")
@@ -360,6 +364,21 @@ def check(folder: Path, key: str, require: tuple[str, ...] = (), *, lock: bool =
     note = (UNSEALED if SEAL not in meta else "" if meta[SEAL] == seal_of(meta) else
             f"{EDITED} (its seal does not match): its device, times and memory are not what it recorded")
     return Verdict(USE, note=note), result, meta
+
+
+def _cuda_changed(meta: dict) -> str:  # `romae.compendium.staleness.cuda_changed`
+    from . import staleness
+
+    return staleness.cuda_changed(meta)
+
+
+def _outdated(twin: Path) -> str:  # `romae.compendium.staleness.outdated`
+    from . import staleness
+
+    return staleness.outdated(twin)
+
+
+_storage.OUTDATED = _outdated  # a results-cache entry computed on CUDA, stale in what ran there, is recomputed
 
 
 def _tell(line: str) -> None:

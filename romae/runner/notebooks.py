@@ -181,10 +181,18 @@ def result_lines(path: Path) -> list[str]:
 def write_provenance(stage: Path, source: Path, profile: str, commit: str) -> Path:
     """<stage>/provenance/<notebook>.json: the profile, the commit and the code its kernel can have run
     (`romae.runner.provenance.record`: the code record of what the notebook's cells name, and the notebook's code);
-    published with the artefacts."""
+    published with the artefacts. Its class (`romae.compendium.devices`): 'cuda' when the run or a training behind
+    its rows ran on a CUDA device (its results.csv's device cells), else 'cpu'."""
+    from ..compendium import devices
     from .provenance import record as code_record
 
-    record = dict(notebook=source.stem, profile=profile, commit=commit, **code_record(source))
+    cells = []
+    if (stage / "results.csv").exists():
+        import pandas as pd
+
+        cells = pd.read_csv(stage / "results.csv").get("device", pd.Series(dtype=object)).dropna().tolist()
+    cls = "cuda" if devices.this_class() == "cuda" else devices.class_of_rows(cells)
+    record = dict(notebook=source.stem, profile=profile, commit=commit, **code_record(source, device=cls))
     path = stage / "provenance" / f"{source.stem}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record, indent=1) + "\n")

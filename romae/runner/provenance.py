@@ -75,10 +75,11 @@ def notebook_roots(text: str, tree: staleness.Tree | None = None) -> list[str]:
     return sorted(roots)
 
 
-def record(notebook: Path) -> dict:
-    """The code part of a format-3 provenance record of a run of `notebook`."""
+def record(notebook: Path, device: str | None = None) -> dict:
+    """The code part of a format-3 provenance record of a run of `notebook` computed on `device` (a class or a device,
+    `romae.compendium.devices`; default: this process's)."""
     text = Path(notebook).read_text()
-    return {"format": FORMAT, "code": staleness.record(notebook_roots(text)),
+    return {"format": FORMAT, "code": staleness.record(notebook_roots(text), device=device),
             "notebook_code": {_shown(Path(notebook)): notebook_code(text)}}
 
 

@@ -15,7 +15,14 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ..compendium.staleness import PACKAGE, ROOT, TRAINING_ROOTS, Tree, _record_of, code_id, explain, here, is_record
+from ..compendium import devices
+from ..compendium.staleness import (PACKAGE, ROOT, TRAINING_ROOTS, Tree, code_id, device_of, explain, here, is_record,
+                                    record)
+
+
+def _differ(a: dict, b: dict) -> bool:
+    """Whether two records of one result decide differently (code id, or what it ran on CUDA)."""
+    return code_id(a) != code_id(b) or a.get("device_units") != b.get("device_units")
 from .provenance import notebook_code, notebook_roots
 
 
@@ -40,7 +47,9 @@ def _notebooks(commit: str | None) -> dict[str, str]:
 def stales(base: str = "HEAD", head: str | None = None) -> dict[str, list[str]]:
     """{what: why} for each notebook run (its published artefacts and the trainings its code runs) and each kept
     training whose record names its roots, that the change from commit `base` to `head` (a commit, or the working
-    tree when None) stales."""
+    tree when None) stales. A kept training is judged in its record's class (`romae.compendium.devices`); a notebook
+    in each class, named with the classes only where the change stales it in some of them ('notebook 02 (cuda)':
+    its runs on a CUDA device only)."""
     with tempfile.TemporaryDirectory() as tmp:
         trees = [tree_at(base, Path(tmp) / "base"), here() if head is None else tree_at(head, Path(tmp) / "head")]
         books = [_notebooks(base), _notebooks(head)]
@@ -48,12 +57,16 @@ def stales(base: str = "HEAD", head: str | None = None) -> dict[str, list[str]]:
         for stem in sorted(set(books[0]) | set(books[1])):
             if stem not in books[0] or stem not in books[1]:
                 continue
-            recs = [t.record(notebook_roots(b[stem], t)) for t, b in zip(trees, books)]
-            why = explain(*recs) if code_id(recs[0]) != code_id(recs[1]) else []
-            if notebook_code(books[0][stem]) != notebook_code(books[1][stem]):  # what freshness compares
-                why.append(f"notebooks/{stem}.ipynb: its code cells changed")
-            if why:
-                out[f"notebook {stem}"] = why
+            by_class = {}
+            for cls in devices.CLASSES:
+                recs = [record(notebook_roots(b[stem], t), t, cls) for t, b in zip(trees, books)]
+                by_class[cls] = explain(*recs) if _differ(*recs) else []
+                if notebook_code(books[0][stem]) != notebook_code(books[1][stem]):  # what freshness compares
+                    by_class[cls].append(f"notebooks/{stem}.ipynb: its code cells changed")
+            hit = [c for c in devices.CLASSES if by_class[c]]
+            if hit:
+                label = f"notebook {stem}" + (f" ({', '.join(hit)})" if len(hit) < len(devices.CLASSES) else "")
+                out[label] = next(by_class[c] for c in hit)
         for twin in sorted((ROOT / "reports" / "trainings").rglob("*.json")):
             try:
                 meta = json.loads(twin.read_text())
@@ -62,8 +75,8 @@ def stales(base: str = "HEAD", head: str | None = None) -> dict[str, list[str]]:
             rec = meta.get("code_of") if isinstance(meta, dict) else None
             if not is_record(rec):
                 continue
-            recs = [t.record(rec["roots"]) for t in trees]
-            if code_id(recs[0]) != code_id(recs[1]):
+            recs = [record(rec["roots"], t, device_of(rec)) for t in trees]
+            if _differ(*recs):
                 out[f"kept {twin.relative_to(ROOT).with_suffix('')}"] = explain(*recs)
         return out
 
@@ -80,14 +93,15 @@ def consumers(tree: Tree | None = None) -> dict[str, list[str]]:
     return out
 
 
-def planted(edits, tree: Tree | None = None) -> dict[str, list[str]]:
+def planted(edits, tree: Tree | None = None, device: str = "cpu") -> dict[str, list[str]]:
     """{consumer: why} for the `consumers` whose record changes when `edits` [(file, old, new), ...] are made to a copy
-    of this checkout's package (each `old` must occur exactly once in its file): what that change would stale."""
+    of this checkout's package (each `old` must occur exactly once in its file): what that change would stale in
+    results computed on `device` (a class, `romae.compendium.devices`: 'cpu' or 'cuda')."""
     import shutil
 
     base = tree or here()
     wanted = consumers(base)
-    before = {name: _record_of(base, tuple(roots)) for name, roots in wanted.items()}
+    before = {name: record(roots, base, device) for name, roots in wanted.items()}
     with tempfile.TemporaryDirectory() as tmp:
         copy_ = Path(tmp) / PACKAGE.name
         shutil.copytree(PACKAGE, copy_, ignore=shutil.ignore_patterns("__pycache__"))
@@ -100,8 +114,8 @@ def planted(edits, tree: Tree | None = None) -> dict[str, list[str]]:
         other = Tree.of(copy_)
         out = {}
         for name, roots in wanted.items():
-            a, b = before[name], other.record(roots)
-            if code_id(a) != code_id(b):
+            a, b = before[name], record(roots, other, device)
+            if _differ(a, b):
                 out[name] = explain(a, b) or ["its code changed"]
         return out
 
