@@ -19,6 +19,8 @@
 #                    TIME_BUDGET=9000: stop cleanly before 9000 s (a training at a step boundary, its checkpoint
 #                    kept in reports/trainings/in_progress/ to commit; nothing of its notebook published; exit 75 and
 #                    the command that continues it); SIGTERM / SIGUSR1 do the same
+#                    CUDA_GRAPHS=0: every training steps eagerly on a GPU (no CUDA graphs; recorded in its facts):
+#                    to continue after a failed capture, or to rule graphs out when a GPU run misbehaves
 #                    PROFILE=paper stops before training when torch sees no accelerator, unless DEVICE=cpu;
 #                    it exits 3 ("paper profile incomplete") when a notebook was skipped for missing data,
 #                    unless ALLOW_SKIPS=1
@@ -50,6 +52,7 @@ PRECISION ?=
 GPU_MEMORY ?=
 ALLOW_SKIPS ?=
 TIME_BUDGET ?=
+CUDA_GRAPHS ?=
 LAB_ARGS ?=
 # seconds each notebook may run (0: no limit); empty: the runner's default from the notebook's estimate
 TIMEOUT ?=
@@ -96,7 +99,8 @@ reproduce: venv
 		$(if $(filter 1 yes true,$(DOWNLOAD)),--download) $(if $(MIRROR),--mirror $(MIRROR)) \
 		$(if $(DEVICE),--device $(DEVICE)) $(if $(MAX_STEPS),--max-steps $(MAX_STEPS)) \
 		$(if $(PRECISION),--precision $(PRECISION)) $(if $(GPU_MEMORY),--gpu-memory $(GPU_MEMORY)) \
-		$(if $(filter 1 yes true,$(ALLOW_SKIPS)),--allow-skips) $(if $(TIME_BUDGET),--time-budget $(TIME_BUDGET))
+		$(if $(filter 1 yes true,$(ALLOW_SKIPS)),--allow-skips) $(if $(TIME_BUDGET),--time-budget $(TIME_BUDGET)) \
+		$(if $(CUDA_GRAPHS),--cuda-graphs $(CUDA_GRAPHS))
 
 # what the paper profile costs on one 80 GB H100 (steps, FLOPs, memory, micro-batches, hours in FP32 / TF32 /
 # BF16); rewrites the table in docs/reproducing.md (tests/test_plan.py checks that it is current) and its JSON,

@@ -104,7 +104,7 @@ def start(run: Run, held: contextlib.ExitStack, on_progress, compile_model) -> N
     run.feeder = feeding.Feeder(run.train_data, dev, feeding.feed_mode(run.train_data, dev,
                                                                        transform=run.transform is not None))
     held.callback(run.feeder.close)
-    if graphs.wanted(cfg, dev, run.accelerator.num_processes, run.optimizer):
+    if graphs.wanted(cfg, dev, run.accelerator.num_processes, run.optimizer) and graphs.fits(run.train_data, cfg):
         run.graphs = graphs.GraphedSteps(
             lambda batch: _update(run.train_model, run.optimizer, batch, run.accelerator, run.params, cfg), dev,
             lengths=graphs.trim_lengths(run.train_data))

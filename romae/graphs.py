@@ -22,11 +22,19 @@ step once (forward, backward, gradient clipping, the fused AdamW update) and rep
   step; the random draws (masks, dropout, stochastic depth) come from the CUDA generator, which graphs advance on
   each replay, so every step draws afresh;
 * the model's deferred input checks are captured too and folded after each replay (`masking.GraphChecks`), read
-  with the losses at the next history row.
+  with the losses at the next history row; those of the eager warm-up steps are read before a capture, outside
+  anything that catches its errors, so a bad input raises as itself (naming its value) wherever it falls;
+* a capture that fails stops the run (`CaptureFailed`, its last checkpoint intact): after an invalidated capture
+  PyTorch's allocator may keep it registered, so the run continues in a fresh process (`make reproduce` again, or
+  with `CUDA_GRAPHS=0` for eager steps); a graph is used only after its first replay succeeded;
+* off where its batches change length (a TokenStore, length buckets: `fits`), as the plan has it, and everywhere
+  when this process bars them (`romae.runtime.cuda_graphs_off`: `romae.compendium.settings` does so for
+  ROMAE_CUDA_GRAPHS=0, `make reproduce CUDA_GRAPHS=0`).
 
 Not bitwise equal to eager steps: the captured update reads its learning rate from a float32 tensor (the eager step
 passes a float64 number). `make gpu-check` compares graphed and eager losses and weights over 20 steps. On the CPU
-no graph is captured (`wanted` is False); the tests run the bookkeeping with stand-in graphs.
+no graph is captured (`wanted` is False): the units only CUDA runs are listed in `romae.compendium.devices.ONLY_ON`,
+and the tests run them with stand-in graphs.
 """
 
 from __future__ import annotations
@@ -36,17 +44,40 @@ import warnings
 
 import torch
 
-from . import masking
+from . import masking, runtime
 
 WARMUP = 3  # eager steps of a batch signature before it is captured
 MAX_GRAPHS = 8  # graphs kept (each holds its own activations' memory); further signatures run eagerly
+
+
+class CaptureFailed(RuntimeError):
+    """A CUDA graph's capture failed: the run stops, and continues in a fresh process (the message says how)."""
+
+
+def allowed() -> bool:
+    """Whether CUDA graphs may be used at all: not where this process bars them (`romae.runtime.cuda_graphs_off`:
+    CUDA_GRAPHS=0)."""
+    return runtime.cuda_graphs_barred() is None
+
+
+def fits(data, cfg, transform=None) -> bool:
+    """Whether `data`'s batches keep one shape, as a graph needs and the plan assumes
+    (`romae.compendium.footprint.graphable`): not a TokenStore's (each batch cut to its own longest sample), not
+    length-bucketed. False, or with `cfg.cuda_graphs=True` a ValueError naming why. Asked only where `wanted` is True."""
+    store = any(c.__module__ == "romae.store" and c.__name__ == "TokenStore" for c in type(data).__mro__)
+    why = [w for w, bad in (("batches of one length (a TokenStore's change with their samples)", store),
+                            ("batches of one length (length_buckets)", bool(cfg.length_buckets))) if bad]
+    if why and cfg.cuda_graphs:
+        raise ValueError(f"TrainConfig(cuda_graphs=True) needs {', '.join(why)}; set cuda_graphs=None (on where it "
+                         "applies) or False")
+    return not why
 
 
 def wanted(cfg, dev: torch.device, n_proc: int, optimizer) -> bool:
     """Whether `fit` replays its steps from CUDA graphs: cfg.cuda_graphs (None: on CUDA) on one CUDA process, one
     forward per step (no micro-batches), not compiled, with AdamW (the optimiser whose update takes a tensor
     learning rate inside a graph)."""
-    on = cfg.cuda_graphs if cfg.cuda_graphs is not None else dev.type == "cuda"
+    on = (cfg.cuda_graphs if cfg.cuda_graphs is not None else dev.type == "cuda") and allowed()
     if not on:
         return False
     why = [w for w, bad in (("a CUDA device", dev.type != "cuda"), ("one process", n_proc != 1),
@@ -117,27 +148,25 @@ class GraphedSteps:
         sig = signature(batch)
         entry = self.graphs.get(sig)
         if entry is not None:
-            graph, static_in, static_out, checks = entry
-            for k, v in batch.items():
-                static_in[k].copy_(v, non_blocking=True)
-            graph.replay()
-            checks.after_replay()
-            self.replays += 1
-            return tuple(t.clone() for t in static_out)
-        if sig is None or self.failed or self.seen[sig] < WARMUP or len(self.graphs) >= MAX_GRAPHS:
+            return self._replay(entry, batch)
+        if sig is None or self.seen[sig] < WARMUP or len(self.graphs) >= MAX_GRAPHS:
             self.seen[sig] += 1
             self.eager += 1
             return self._side(batch)
-        try:
-            return self._capture(sig, batch)
-        except Exception as e:  # a capture records and runs nothing: this step is taken eagerly, and every later one
-            masking.take_checks()
-            self.failed = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
-            warnings.warn(f"CUDA graph capture failed ({self.failed}); training goes on with eager steps "
-                          "(TrainConfig(cuda_graphs=False) skips the attempt)", RuntimeWarning, stacklevel=2)
-            torch.cuda.synchronize(self.dev)
-            self.eager += 1
-            return self._side(batch)
+        masking.flush_checks()  # the eager steps' input checks, read here: a bad input raises as itself
+        entry = self._capture(batch)
+        out = self._replay(entry, batch)  # capturing ran nothing: this is the step
+        self.graphs[sig] = entry  # used for later batches only once its first replay succeeded
+        return out
+
+    def _replay(self, entry, batch: dict):
+        graph, static_in, static_out, checks = entry
+        for k, v in batch.items():
+            static_in[k].copy_(v, non_blocking=True)
+        graph.replay()
+        checks.after_replay()
+        self.replays += 1
+        return tuple(t.clone() for t in static_out)
 
     def _side(self, batch: dict):
         """An eager step on the side stream (what capture needs before it: workspaces, lazy state made there)."""
@@ -148,24 +177,39 @@ class GraphedSteps:
         main.wait_stream(self.stream)
         return out
 
-    def _capture(self, sig, batch: dict):
-        masking.flush_checks()  # nothing collected before may be read inside the capture
+    def _capture(self, batch: dict) -> tuple:
+        """Capture one step on a copy of `batch` -> (graph, static inputs, static outputs, its GraphChecks); a capture
+        that fails raises CaptureFailed (only the capture's own errors are caught: nothing else runs inside)."""
         static_in = {k: v.clone() for k, v in batch.items()}
-        graph, static_out = self._record(static_in)
-        checks = masking.GraphChecks(masking.take_checks())  # the checks the capture collected
-        self.graphs[sig] = (graph, static_in, static_out, checks)
-        graph.replay()  # capturing ran nothing: this is the step
-        checks.after_replay()
-        self.replays += 1
-        return tuple(t.clone() for t in static_out)
+        try:
+            graph, static_out = self._record(static_in)
+        except Exception as e:
+            masking.take_checks()  # what the failed capture collected: never read
+            self.failed = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+            raise CaptureFailed(
+                f"CUDA graph capture failed ({self.failed}). The run stops here; its last checkpoint is intact. After a "
+                "failed capture PyTorch's CUDA allocator may keep it registered, so continue in a fresh process: the "
+                "same command (make reproduce ... resumes from the checkpoint), or with CUDA_GRAPHS=0 "
+                "(TrainConfig(cuda_graphs=False)) for eager steps") from e
+        return graph, static_in, static_out, masking.GraphChecks(masking.take_checks())
 
     def _record(self, static_in: dict):
-        """Capture one step on the static inputs -> (the graph, its static outputs)."""
+        """Capture one step on the static inputs -> (the graph, its static outputs). The capture is ended whatever
+        happens inside it (`torch.cuda.graph` leaves it open when its body raises)."""
         graph = torch.cuda.CUDAGraph()
         torch.cuda.current_stream(self.dev).synchronize()
-        # thread_local: the prefetching thread pins host memory meanwhile, which a global capture would refuse
-        with torch.cuda.graph(graph, stream=self.stream, capture_error_mode="thread_local"):
-            static_out = self.step(static_in)
+        with torch.cuda.stream(self.stream):
+            # thread_local: the prefetching thread pins host memory meanwhile, which a global capture would refuse
+            graph.capture_begin(capture_error_mode="thread_local")
+            try:
+                static_out = self.step(static_in)
+            except BaseException:
+                try:
+                    graph.capture_end()
+                except Exception:  # an invalidated capture: ending it is what releases the stream and the generator
+                    pass
+                raise
+            graph.capture_end()
         return graph, static_out
 
     def close(self) -> None:
@@ -174,4 +218,4 @@ class GraphedSteps:
         self.graphs.clear()
 
 
-__all__ = ["GraphedSteps", "capturable", "portable", "signature", "wanted"]
+__all__ = ["GraphedSteps", "capturable", "portable", "signature", "wanted"]  # and CaptureFailed (issue 55)

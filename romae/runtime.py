@@ -112,6 +112,22 @@ def stop_requested() -> str | None:
     return _STOP[-1] if _STOP else None
 
 
+_EAGER: list[str] = []  # why every training of this process steps eagerly on CUDA (`cuda_graphs_off`)
+
+
+def cuda_graphs_off(why: str | None) -> None:
+    """Every training of this process steps eagerly, whatever its TrainConfig says (no CUDA graphs: `romae.graphs`),
+    for `why` ('CUDA_GRAPHS=0', which `make reproduce` passes to its kernels); None: graphs where they apply."""
+    if why is not None and not (isinstance(why, str) and why.strip()):
+        raise ValueError(f"cuda_graphs_off takes a reason (a non-empty string) or None, got {why!r}")
+    _EAGER[:] = [] if why is None else [why.strip()]
+
+
+def cuda_graphs_barred() -> str | None:
+    """Why CUDA graphs are off for every training of this process (`cuda_graphs_off`), or None."""
+    return _EAGER[-1] if _EAGER else None
+
+
 @contextlib.contextmanager
 def stopping_on_signals():
     """While the block runs, SIGTERM and SIGUSR1 ask its trainings to stop cleanly (`request_stop`) instead of

@@ -227,3 +227,5 @@ def test_make_passes_only_and_timeout(target):
     assert '--only ""' in command("ONLY=")
     assert '--only "00,03" --timeout 7200' in command("ONLY=00,03", "TIMEOUT=7200")
     assert "--timeout 0" in command("TIMEOUT=0")
+    if target == "reproduce":  # CUDA_GRAPHS=0 (issue 55): every training eager, through the runner's kernels' env
+        assert "--cuda-graphs 0" in command("CUDA_GRAPHS=0") and "--cuda-graphs" not in command()

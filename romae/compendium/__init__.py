@@ -12,4 +12,5 @@ from . import settings as _settings
 
 _runtime.use(_settings.from_env)  # a kernel of `make reproduce` trains as the environment asks (device, dry run...)
 _settings.catch_stop_signals()  # ... and stops its trainings cleanly on SIGTERM / SIGUSR1
+_settings.cuda_graphs_from_env()  # ... with CUDA graphs unless ROMAE_CUDA_GRAPHS=0
 _settings.tell_if_interactive()  # a kernel make reproduce did not start: its artefacts go to runs/interactive/

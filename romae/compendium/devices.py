@@ -31,7 +31,9 @@ from pathlib import Path
 
 ONLY_ON = {  # device type -> the places (a class: with its methods) that run only there
     "cuda": ("graphs.py:GraphedSteps", "graphs.py:capturable", "graphs.py:trim_lengths", "graphs.py:signature",
-             "graphs.py:WARMUP", "graphs.py:MAX_GRAPHS", "masking.py:GraphChecks", "masking.py:take_checks"),
+             "graphs.py:WARMUP", "graphs.py:MAX_GRAPHS", "masking.py:GraphChecks", "masking.py:take_checks",
+             # added since MADE_AT (in no CPU record): what fit asks only where graphs.wanted is True
+             "graphs.py:CaptureFailed", "graphs.py:allowed", "graphs.py:fits"),
 }
 CLASSES = ("cpu", "cuda")
 GPU_NAMES = ("cuda", "nvidia", "tesla", "quadro", "geforce", "amd", "radeon")  # how torch names a CUDA (ROCm) device

@@ -28,6 +28,17 @@ def from_env() -> Runtime:
                    stop_file=os.environ.get("ROMAE_STOP_FILE", "").strip() or None)
 
 
+def cuda_graphs_from_env() -> None:
+    """ROMAE_CUDA_GRAPHS=0 (`make reproduce CUDA_GRAPHS=0`): every training steps eagerly
+    (`romae.runtime.cuda_graphs_off`); 1 or unset: CUDA graphs where they apply. ValueError naming another value."""
+    from .. import runtime
+
+    text = os.environ.get("ROMAE_CUDA_GRAPHS", "").strip()
+    if text not in ("", "0", "1"):
+        raise ValueError(f"ROMAE_CUDA_GRAPHS must be 0 or 1, got {text!r}")
+    runtime.cuda_graphs_off("CUDA_GRAPHS=0" if text == "0" else None)
+
+
 def catch_stop_signals() -> None:
     """In a kernel of `make reproduce` (ROMAE_STOP_FILE set), SIGTERM and SIGUSR1 ask its trainings to stop cleanly
     (`romae.runtime.request_stop`) instead of killing it, whether they come during a training or between two: a

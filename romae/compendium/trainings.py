@@ -189,7 +189,8 @@ def _reset_peak() -> bool:
 
 @contextmanager
 def measured():
-    """Measure what runs inside: yields a dict filled on exit with wall_seconds and peak memory (host MB; CUDA GB)."""
+    """Measure what runs inside: yields a dict filled on exit with wall_seconds and peak memory (host MB; CUDA GB,
+    allocated and reserved), and `cuda_graphs` when this process barred them (CUDA_GRAPHS=0)."""
     facts: dict = {}
     reset = _reset_peak()
     t0 = time.perf_counter()
@@ -202,6 +203,12 @@ def measured():
         facts["peak_host_scope"] = "this training" if reset else "the process so far"
         if torch.cuda.is_available() and torch.cuda.is_initialized():
             facts["peak_cuda_gb"] = round(torch.cuda.max_memory_allocated() / 2 ** 30, 3)
+            # what the allocator held: CUDA graphs' private pools are reserved, not allocated, between replays
+            facts["peak_cuda_reserved_gb"] = round(torch.cuda.max_memory_reserved() / 2 ** 30, 3)
+        from .. import runtime
+
+        if runtime.cuda_graphs_barred():
+            facts["cuda_graphs"] = f"off for every training ({runtime.cuda_graphs_barred()})"
 
 
 # ----------------------------------------------------------------------------- the record

@@ -345,7 +345,7 @@ def _restored_env(*keys: str):
 
 def main(argv: list[str] | None = None) -> int:
     # the runtime was this run's (tests call main in one process): the environment is put back
-    with _restored_env(*runtime.ENV, trainings.ENV):
+    with _restored_env(*runtime.ENV, trainings.ENV, "ROMAE_CUDA_GRAPHS"):
         return _main(argv)
 
 
@@ -382,6 +382,10 @@ def _main(argv: list[str] | None) -> int:
                         help="memory per device the plan fits micro-batches into (default: the device's own)")
     parser.add_argument("--time-budget", type=float, default=None, metavar="SECONDS", help="stop cleanly before "
                         "this many seconds (romae.runner.pausing; SIGTERM and SIGUSR1 do the same): exit 75")
+    parser.add_argument("--cuda-graphs", choices=("0", "1"), default=None,
+                        help="0: every training steps eagerly on a GPU (no CUDA graphs: to continue after a failed "
+                             "capture, or to rule graphs out), recorded in each training's facts; 1: graphs where "
+                             "they apply (the default)")
     parser.add_argument("--allow-skips", action="store_true",
                         help="the paper profile exits 0 even when a notebook was skipped for missing data (by "
                              "default such a run is incomplete and exits 3)")
@@ -417,6 +421,8 @@ def _main(argv: list[str] | None) -> int:
         parser.error(str(e))
     try:  # before anything runs: the paper profile on a machine without an accelerator is a mistake, unless asked
         os.environ.update(rt.env())  # the kernels inherit it: every fit in them honours device, precision, dry run
+        if args.cuda_graphs is not None:  # ... and CUDA graphs on or off (romae.compendium.settings)
+            os.environ["ROMAE_CUDA_GRAPHS"] = args.cuda_graphs
         runtime.require_accelerator(profile, f"`make reproduce PROFILE={profile}`")
     except runtime.NoAccelerator as e:
         print(f"== STOPPED before any training: {e}", file=sys.stderr, flush=True)
@@ -439,7 +445,9 @@ def _main(argv: list[str] | None) -> int:
     device = report.device_label(rt.device)
     print(f"== reproduce: {len(notebooks)} notebook(s), profile {profile}"
           + (f", DRY RUN ({rt.max_steps} optimiser steps per training)" if rt.dry_run else "")
-          + f", {device}, {runtime.stack_label()} -> {reports}; data root {files.describe_root()}", flush=True)
+          + f", {device}, {runtime.stack_label()}"
+          + (", CUDA graphs off (CUDA_GRAPHS=0)" if os.environ.get("ROMAE_CUDA_GRAPHS", "").strip() == "0" else "")
+          + f" -> {reports}; data root {files.describe_root()}", flush=True)
     if args.download:
         for nb in notebooks:
             effective, _ = resolve_params(nb, profile, params)
