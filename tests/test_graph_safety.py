@@ -19,6 +19,7 @@ import pytest
 import torch
 
 import romae.masking
+import standin_graphs
 from romae import graphs, runtime
 from romae.config import RoMAEConfig, TrainConfig, size
 from romae.model import RoMAEForPrediction
@@ -27,72 +28,10 @@ from romae.train import ArrayDataset, fit
 CPU = torch.device("cpu")
 
 
-class _StandIn:
-    """A captured graph on the CPU: a capture that runs the step and undoes it (weights, optimiser state, random
-    state), its outputs and checks the tensors a replay rewrites; a replay reruns the step on the static inputs."""
-
-    def __init__(self, step, static_in, model, optimizer):
-        import copy
-
-        self.step, self.static_in = step, static_in
-        weights = {k: v.detach().clone() for k, v in model.state_dict().items()}
-        moments, rng = copy.deepcopy(optimizer.state_dict()), torch.get_rng_state()
-        state = romae.masking._STATE
-        outs = step(static_in)  # what the capture records (its checks stay collected, for GraphedSteps to take)
-        model.load_state_dict(weights)  # ...and undone: capturing runs nothing
-        optimizer.load_state_dict(moments)
-        torch.set_rng_state(rng)
-        self.outs = tuple(o.detach().clone() for o in outs)
-        self.checks = [e[0] for e in state.pending]
-        self.replays = 0
-
-    def replay(self):
-        state = romae.masking._STATE
-        kept, state.pending = state.pending, []
-        try:
-            outs = self.step(self.static_in)
-            checks = [e[0] for e in state.pending]
-        finally:
-            state.pending = kept
-        for static, new in zip(self.outs + tuple(self.checks), tuple(outs) + tuple(checks)):
-            static.copy_(new.detach().reshape(static.shape))
-        self.replays += 1
-
-
 @pytest.fixture
 def stand_in_graphs(monkeypatch):
     """`fit` on the CPU takes the CUDA-graph path with stand-ins; yields the GraphedSteps it builds."""
-    made = []
-    monkeypatch.setattr(romae.masking, "_async_checks", lambda device: True)
-    real_wanted = graphs.wanted
-    monkeypatch.setattr(graphs, "wanted", lambda cfg, dev, n, opt: cfg.cuda_graphs is not False and graphs.allowed()
-                        if dev.type == "cpu" else real_wanted(cfg, dev, n, opt))
-    monkeypatch.setattr(torch.cuda, "Stream", lambda dev: None)
-    monkeypatch.setattr(graphs.GraphedSteps, "_side", lambda self, batch: self.step(batch))
-    init = graphs.GraphedSteps.__init__
-
-    def record(self, static_in):
-        g = _StandIn(self.step, static_in, self.model, self.optimizer)
-        return g, g.outs
-
-    def build(self, step, dev, lengths=None):
-        init(self, step, dev, lengths)
-        self.model = _MODEL[0]
-        made.append(self)
-
-    real_capturable = graphs.capturable
-
-    def capturable(optimizer, dev):  # fit makes the optimiser capturable right after building its GraphedSteps
-        made[-1].optimizer = optimizer
-        real_capturable(optimizer, dev)
-
-    monkeypatch.setattr(graphs.GraphedSteps, "__init__", build)
-    monkeypatch.setattr(graphs.GraphedSteps, "_record", record)
-    monkeypatch.setattr(graphs, "capturable", capturable)
-    yield made
-
-
-_MODEL: list = [None]
+    yield standin_graphs.install(monkeypatch)
 
 
 def _classifier_data(bad_at: int | None = None, n: int = 32):
@@ -106,9 +45,7 @@ def _classifier_data(bad_at: int | None = None, n: int = 32):
 
 def _classifier():
     cfg = RoMAEConfig(token_dim=3, n_axes=2, encoder=size("tiny", depth=1), n_outputs=3, head="cls")
-    model = RoMAEForPrediction(cfg, seed=0)
-    _MODEL[0] = model
-    return model
+    return RoMAEForPrediction(cfg, seed=0)
 
 
 def _cfg(**kw):
@@ -278,3 +215,35 @@ def test_cuda_graphs_0_reaches_every_notebook_kernel_through_the_runner(tmp_path
     bad = subprocess.run([sys.executable, "-m", "romae.runner.reproduce", "--cuda-graphs", "2"], cwd=tmp_path,
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "--cuda-graphs" in bad.stderr
+
+
+def test_the_probe_passes_stand_in_graphs_and_catches_a_replay_that_repeats_its_draws(monkeypatch):
+    """gpu-check's graphed-against-eager probe (`romae.runner.launch.graphed_against_eager`), on the CPU: a faithful
+    stand-in is equal, one whose replays repeat their capture's random draws DIFFERS (a classifier without random
+    draws could not tell), and a run that fell back to eager steps is NOT GRAPHED, not 'equal'."""
+    from romae.runner import launch
+
+    made = standin_graphs.install(monkeypatch)
+    good = launch.graphed_against_eager(CPU)
+    assert good["status"] == "equal within tolerance", good["status"]
+    assert good["cuda_graphs"]["graphs"] == 2 and good["cuda_graphs"]["replayed_steps"] > 0 and len(made) == 1
+    assert good["steps"] >= 20
+    standin_graphs.install(monkeypatch, repeat_draws=True)
+    bad = launch.graphed_against_eager(CPU)
+    assert bad["status"].startswith("DIFFERS") and bad["max_weight_rel_diff"] > 10 * bad["tolerance"], bad["status"]
+    monkeypatch.setattr(graphs, "MAX_GRAPHS", 0)  # every step eager: a graphed run that graphed nothing
+    none = launch.graphed_against_eager(CPU)
+    assert none["status"] == "NOT GRAPHED: 0 graph(s) for 2 batch shapes", none["status"]
+
+
+@pytest.mark.parametrize("step", [1, graphs.WARMUP, graphs.WARMUP + 2], ids=["warm-up", "capture", "replay"])
+def test_a_nan_value_is_refused_as_a_value_error_wherever_it_falls(stand_in_graphs, step):
+    """What tests/test_cuda_fit.py asks of a GPU, on the CPU's stand-ins: a ValueError (never a RuntimeError of the
+    non-finite loss), naming the sample in an eager step and saying how to have it named in a graphed one."""
+    perm = torch.randperm(32, generator=torch.Generator().manual_seed(0))
+    data = _classifier_data()
+    data.tensors["values"][int(perm[4 * step + 1]), 2, 0] = float("nan")
+    with pytest.raises(ValueError, match="values must be finite") as e:
+        fit(_classifier(), data, _cfg(), device="cpu")
+    assert ("in sample" in str(e.value)) if step < graphs.WARMUP else "cuda_graphs=False) names the sample" in str(
+        e.value)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 
 import pytest
@@ -125,3 +126,30 @@ def test_gpu_check_refuses_a_skip_that_names_no_step_and_caps_the_plan_check(tmp
     assert "'dry rn' names no step" in capsys.readouterr().err
     promise = dict(gpucheck.steps(tmp_path, 1.5))["plan against measurement"]
     assert promise[promise.index("--budget-minutes") + 1] == "1.50"
+
+
+def test_gpu_check_stops_at_the_first_failed_step_with_what_to_do_next(tmp_path, monkeypatch, capsys):
+    """Issue 55: the steps run in order (CUDA tests, the CUDA-graph probe, the launch-bound steps, the memory at
+    risk, ...) and the first that fails stops the script, its NEXT line said and written; the rest read 'not run'."""
+    import sys
+    import types
+
+    from romae.runner import gpucheck
+
+    titles = [t for t, _ in gpucheck.steps(tmp_path)]
+    assert titles[:4] == ["CUDA tests", "CUDA-graph probe", "launch-bound steps", "memory at risk"]
+    ok, bad = [sys.executable, "-c", "print('fine')"], [sys.executable, "-c", "raise SystemExit(3)"]
+    monkeypatch.setattr(gpucheck, "steps", lambda out, minutes=8.0: [("CUDA tests", ok), ("CUDA-graph probe", bad),
+                                                                     ("launch-bound steps", ok)])
+    monkeypatch.setattr(gpucheck.runtime, "accelerator_name", lambda: "NVIDIA Stand-in")
+    monkeypatch.setattr(gpucheck.torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(gpucheck.torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(gpucheck.torch.cuda, "get_device_properties", lambda i: types.SimpleNamespace(
+        total_memory=80 * 2 ** 30))
+    assert gpucheck.main(["--out", str(tmp_path / "gpu")]) == 1
+    out = capsys.readouterr().out
+    assert "STOPPED at CUDA-graph probe. NEXT: graphed steps differ from eager" in out and "CUDA_GRAPHS=0" in out
+    done = json.loads((tmp_path / "gpu" / "gpu-check.json").read_text())["steps"]
+    assert [r["status"] for r in done] == ["ok", "failed (exit 3)",
+                                           "not run: an earlier step failed (CUDA-graph probe)"]
+    assert "NEXT (CUDA-graph probe)" in (tmp_path / "gpu" / "README.md").read_text()

@@ -232,6 +232,12 @@ class Memory:
         """The planned peak: HEADROOM x counted + CONTEXT_GIB."""
         return HEADROOM * self.counted(micro) / GIB + CONTEXT_GIB
 
+    def graphed_peak_gib(self, micro: int, shapes: int = None) -> float:
+        """The planned peak with CUDA graphs: each batch shape's graph keeps its activations in a private pool of
+        its own (a second shape's eager warm-up runs beside the first pool), so `shapes` x the activations."""
+        shapes = GRAPH_SHAPES if shapes is None else shapes
+        return HEADROOM * (self.static + shapes * (self.a + self.b * micro)) / GIB + CONTEXT_GIB
+
 
 def memory(t: Training, bf16: bool = False, kernel: str = "flash") -> Memory:
     """Memory of training `t` per device: saved activations measured at micro-batches 1 and 2, a line through
@@ -317,6 +323,8 @@ def fit_memory(train_cfg: TrainConfig, model_cfg: RoMAEConfig, n_tokens: int, st
             micro = 1
         if micro != train_cfg.batch_size:
             changes["micro_batch"] = micro
+        elif train_cfg.cuda_graphs is None and planned_device() != "cpu" and pools_fit(mem, micro, memory_gib):
+            changes["cuda_graphs"] = False  # graphs' pools would not fit where eager steps do: eager, as planned
     every = checkpoint_steps(t, math.ceil(train_cfg.batch_size / changes.get("micro_batch", train_cfg.batch_size)))
     if every is not None and train_cfg.checkpoint_every is None:
         changes["checkpoint_every"] = every
@@ -404,6 +412,18 @@ def _precision(train_cfg: TrainConfig) -> str:
 def blocks(t: Training) -> int:
     """Transformer blocks one micro-batch of `t` runs through: the encoder's, and the decoder's in a pre-training."""
     return t.model.encoder.depth + (t.model.decoder.depth if t.stage == "pretrain" else 0)
+
+
+GRAPH_SHAPES = 2  # batch shapes a graphed training holds pools for: whole batches and a short last one (issue 55)
+
+
+def pools_fit(mem: "Memory", micro: int, memory_gib: float | None) -> str:
+    """'' when a graphed training's pools (`Memory.graphed_peak_gib`) fit `memory_gib` per device (or no memory is
+    known), else why not: graphs are then off for it, in the plan and at run time (`fit_memory`)."""
+    if memory_gib is None or mem.graphed_peak_gib(micro) <= memory_gib:
+        return ""
+    return (f"pools do not fit ({mem.graphed_peak_gib(micro):.0f} GiB graphed, {GRAPH_SHAPES} batch shapes, "
+            f"> {memory_gib:.0f})")
 
 
 def graphable(t: Training, k: int) -> str:

@@ -23,8 +23,8 @@ import torch
 from . import cost
 # the memory and time of one training, importable from here as before
 from .footprint import (CHECKPOINT_MINUTES, CODE, CONTEXT_GIB, CPU_FACTOR, DEVICES, EFFICIENCY,  # noqa: F401
-                        FEED_MEASURED, FEEDS, GIB, GRAPHED, HEADROOM, OPTIMIZER_COPIES, OVERHEAD, PEAK, PRECISIONS,
-                        Memory, graphable,
+                        FEED_MEASURED, FEEDS, GIB, GRAPH_SHAPES, GRAPHED, HEADROOM, OPTIMIZER_COPIES, OVERHEAD, PEAK,
+                        PRECISIONS, Memory, graphable, pools_fit,
                         Training, _batch, _code_version, _feed_here, _image_shape, _measured, _model, _n_params,
                         _precision, _saved_bytes, _speed_here, attention_kernel, blocks, check, checkpoint_steps,
                         device_memory_gib, feed_seconds, fit_memory, hidden_of, is_padded, memory,
@@ -96,12 +96,16 @@ def plan(device: str = "h100", gpus: int = 1, memory_gib: float | None = None, p
                 at = micro or 1
                 # 1 and 2 are the points of the line; TF32's counts are FP32's
                 checked_at = at if checked and at > 2 and p != "tf32" else None
+                no_graphs = graphable(t, k) or (pools_fit(mem, at, memory_gib) if micro else "")
+                if device in PEAK and s is not None and not graphable(t, k) and no_graphs:  # eager: pools do not fit
+                    s = eager
                 row["precision"][p] = dict(micro=micro, k=k, peak_gib=mem.peak_gib(at), check_micro=checked_at,
                                            check_error=None if checked_at is None else check(t, mem, at, p == "bf16",
                                                                                             kernel),
                                            hours=None if s is None else t.runs * t.steps * s / 3600, kernel=kernel,
-                                           feed_seconds=feed, graphed=device in PEAK and not graphable(t, k),
-                                           not_graphed=graphable(t, k) if device in PEAK else "",
+                                           feed_seconds=feed, graphed=device in PEAK and not no_graphs,
+                                           not_graphed=no_graphs if device in PEAK else "",
+                                           graphed_peak_gib=mem.graphed_peak_gib(at) if device in PEAK else None,
                                            eager_hours=None if eager is None else t.runs * t.steps * eager / 3600)
             rows.append(row)
     totals = {}
@@ -208,7 +212,9 @@ def describe(p: dict) -> str:
                           f"TrainConfig.cuda_graphs, the default where it applies): the FLOPs' time + "
                           f"{1e6 * g['kernel']:g} us per kernel (the eager launch time / {1e6 * g['launch']:g} us a "
                           f"launch), at least {1e3 * g['host']:g} ms a step for the host's loop; NOT YET MEASURED on a "
-                          "GPU (the eager figures were)")
+                          "GPU (the eager figures were). A graphed training's peak counts a private pool per batch shape "
+                          f"({GRAPH_SHAPES}: whole batches and a short last one); where those do not fit, its steps are "
+                          "eager, in the plan and at run time (`fit_memory` sets cuda_graphs=False)")
     mem = ("no device memory given: whole batches" if s["memory_gib"] is None else
            f"{s['memory_gib']:g} GiB per device; planned peak = {s['headroom']:g} x (parameters + gradients + "
            f"optimiser state + saved activations) + {s['context_gib']:g} GiB")

@@ -9,7 +9,9 @@ in FP32 and BF16, one optimiser step at a time as `fit` runs it (`romae.engine._
   step (CUDA kernels the profiler sees in one eager step) and host-device syncs per step
   (`torch.cuda.set_sync_debug_mode("warn")` over the timed steps), for: the eager step as it was before issue 44
   (RMSNorm's composite path, head size 60 unpadded), + the fused RMSNorm, + head padding, + CUDA graphs;
-* graphed against eager: `fit` for 20 steps each way from the same seed, their losses and final weights;
+* graphed against eager: `fit` of a small pre-training each way from the same seed (random masks, dropout, drop path,
+  clipping, two batch shapes, validation between steps: `probe_training`), losses and final weights within
+  TOLERANCE, and the graphed run's `cuda_graphs` row (a graph per shape, none failed);
 * which attention kernels take a padded BF16 batch with head size 60 and with 64.
 
 Writes one JSON (with the device and the stack). On the CPU it runs the eager variants only (a smoke of the code;
@@ -39,7 +41,6 @@ VARIANTS = (("eager, before issue 44", dict(fused_norm=False, pad_heads=False), 
             ("+ fused RMSNorm", dict(fused_norm=True, pad_heads=False), False),
             ("+ head padding", dict(fused_norm=True, pad_heads=True), False),
             ("+ CUDA graphs", dict(fused_norm=True, pad_heads=True), True))
-EQUAL_STEPS = 20
 
 
 def workloads() -> dict[str, plan.Training]:
@@ -153,27 +154,107 @@ def measure_variant(t, dev, precision, on: dict, graphed: bool, steps: int) -> d
         return out
 
 
-def graphed_against_eager(t: plan.Training, dev: torch.device, precision: str) -> dict:
-    """`fit` for EQUAL_STEPS steps with and without CUDA graphs from one seed: losses and weights side by side."""
-    from ..model import RoMAEForPrediction, RoMAEForPreTraining
-    from ..train import ArrayDataset, fit
+PROBE = dict(samples=44, batch=8, epochs=4, eval_every=3)  # 5 whole batches of 8 and a short one of 4 per epoch
 
-    n = t.train.batch_size * EQUAL_STEPS
-    data = ArrayDataset(**plan._batch(t.shape_model, t.stage, n, t.n_tokens, t.padded))
-    runs = {}
+
+def probe_training(precision: str = "fp32"):
+    """What graphed steps must get right, in one small pre-training (issue 55): random masks (mask_ratio 0.5),
+    dropout and drop path, gradient clipping, two batch shapes (whole batches and a short last one, each warmed up,
+    captured and replayed within the 4 epochs) and validation between steps -> (model factory, data, val, cfg)."""
+    from ..config import RoMAEConfig, size
+    from ..model import RoMAEForPreTraining
+    from ..train import ArrayDataset
+
+    g = torch.Generator().manual_seed(0)
+    n, tokens = PROBE["samples"], 24
+
+    def sample(k):
+        return ArrayDataset(values=torch.randn(k, tokens, 2, generator=g),
+                            positions=torch.rand(k, 1, tokens, generator=g).sort(-1).values * 10)
+
+    data, val = sample(n), sample(8)
+    cfg = RoMAEConfig(token_dim=2, n_axes=1, encoder=size("tiny-shallow", dropout=0.1, drop_path=0.1),
+                      decoder=size("tiny-shallow"), mask_ratio=0.5)
+    train = TrainConfig(epochs=PROBE["epochs"], batch_size=PROBE["batch"], lr=1e-3, warmup_steps=3, grad_clip=1.0,
+                        eval_every=PROBE["eval_every"], log_every=1, progress=False, seed=0, bf16=precision == "bf16")
+    return (lambda: RoMAEForPreTraining(cfg, seed=0)), data, val, train
+
+
+def graphed_against_eager(dev: torch.device, precision: str = "fp32") -> dict:
+    """The probe (`probe_training`) trained by `fit` with and without CUDA graphs from one seed: losses and final
+    weights side by side, within TOLERANCE, and the graphed run's `cuda_graphs` history row, which must say at least
+    one graph per batch shape replayed and no failed capture (a run that fell back to eager steps is no comparison).
+    Status 'equal within tolerance', or 'DIFFERS' / 'NOT GRAPHED' with why."""
+    from ..train import fit
+
+    make, data, val, train = probe_training(precision)
+    runs, rows = {}, {}
     for name, on in (("eager", False), ("graphed", True)):
-        cfg = dataclasses.replace(t.train, epochs=1, micro_batch=None, log_every=1, progress=False, seed=0,
-                                  bf16=precision == "bf16", cuda_graphs=on, warmup_steps=5, warmup_fraction=None)
-        net = (RoMAEForPrediction if t.stage == "finetune" else RoMAEForPreTraining)(t.shape_model, seed=0)
-        res = fit(net, data, cfg, device=str(dev), max_steps=EQUAL_STEPS)
+        res = fit(make(), data, dataclasses.replace(train, cuda_graphs=on), val_data=val, device=str(dev))
         runs[name] = ([r["loss"] for r in res.history if "loss" in r], res.model.state_dict())
+        rows[name] = next((r for r in res.history if r.get("event") == "cuda_graphs"), None)
     (le, we), (lg, wg) = runs["eager"], runs["graphed"]
+    if len(le) != len(lg) or not le:
+        return dict(status=f"DIFFERS: {len(le)} eager losses against {len(lg)} graphed", cuda_graphs=rows["graphed"])
     loss_rel = max(abs(a - b) / max(abs(a), 1e-12) for a, b in zip(le, lg))
     weight_rel = max(float((we[k].float() - wg[k].float()).norm() / we[k].float().norm().clamp(min=1e-12))
                      for k in we if we[k].is_floating_point())
-    return dict(steps=EQUAL_STEPS, losses_eager=le, losses_graphed=lg, max_loss_rel_diff=loss_rel,
-                max_weight_rel_diff=weight_rel, tolerance=TOLERANCE[precision],
-                status="equal within tolerance" if max(loss_rel, weight_rel) <= TOLERANCE[precision] else "DIFFERS")
+    row = rows["graphed"]
+    shapes = 2  # whole batches and the short last one
+    why_not = ("no cuda_graphs row in the graphed run's history" if row is None else
+               f"the capture failed: {row['capture_failed']}" if row.get("capture_failed") else
+               f"{row.get('graphs', 0)} graph(s) for {shapes} batch shapes" if row.get("graphs", 0) < shapes else
+               "no step replayed" if not row.get("replayed_steps") else "")
+    ok = max(loss_rel, weight_rel) <= TOLERANCE[precision]
+    status = f"NOT GRAPHED: {why_not}" if why_not else "equal within tolerance" if ok else \
+        f"DIFFERS: max relative difference {max(loss_rel, weight_rel):.2e} > {TOLERANCE[precision]:g}"
+    return dict(steps=len(le), losses_eager=le, losses_graphed=lg, max_loss_rel_diff=loss_rel,
+                max_weight_rel_diff=weight_rel, tolerance=TOLERANCE[precision], cuda_graphs=row, status=status,
+                probe="pre-training: random masks, dropout 0.1, drop path 0.1, grad clip 1.0, 2 batch shapes, "
+                      "validation every 3 steps")
+
+
+AT_RISK = (("10", "RoPE, [CLS]: fine-tuning", "bf16"), ("13", "RoMAE-tiny-shallow fine-tuning", "fp32"))
+
+
+def memory_at_risk(dev: torch.device) -> list[dict]:
+    """The paper trainings whose graphs' pools the plan said may not fit (issue 55: notebook 10's BF16 fine-tuning,
+    56 GiB planned eager, about 92 GiB graphed; 13's tiny-shallow fine-tuning), one epoch of WARMUP + 1 whole
+    batches and a short last one (the peak: the short batch's eager warm-up beside the first graph's pool), with
+    graphs on and off: peak allocated and reserved GiB beside the plan's eager and graphed peaks. 13's real batches
+    come from a TokenStore, which `graphs.fits` refuses: its graphed row says what graphs would cost, not what runs."""
+    from ..model import RoMAEForPrediction, RoMAEForPreTraining
+    from ..train import ArrayDataset, fit
+
+    experiments.load()
+    rows = []
+    for nb, name, precision in AT_RISK:
+        t = next(x for x in plan.paper_trainings(nb, 1) if x.name == name)
+        mem = plan.memory(t, bf16=precision == "bf16", kernel=plan.training_kernel(t, precision, plan.planned_device()))
+        b = t.train.batch_size
+        data = ArrayDataset(**plan._batch(t.shape_model, t.stage, b * (graphs.WARMUP + 1) + b // 2, t.n_tokens,
+                                          t.padded))
+        for on in (False, True):
+            row = dict(notebook=nb, training=name, precision=precision, batch=b, cuda_graphs=on,
+                       planned_peak_gib=round(mem.peak_gib(b), 1), planned_graphed_peak_gib=round(
+                           mem.graphed_peak_gib(b), 1))
+            try:
+                torch.cuda.empty_cache()
+                torch.cuda.reset_peak_memory_stats(dev)
+                cfg = dataclasses.replace(t.train, epochs=1, micro_batch=None, progress=False, log_every=100,
+                                          bf16=precision == "bf16", cuda_graphs=on, checkpoint_every=None)
+                net = (RoMAEForPrediction if t.stage == "finetune" else RoMAEForPreTraining)(t.shape_model, seed=0)
+                res = fit(net, data, cfg, device=str(dev))
+                row.update(peak_allocated_gib=round(torch.cuda.max_memory_allocated(dev) / 2 ** 30, 1),
+                           peak_reserved_gib=round(torch.cuda.max_memory_reserved(dev) / 2 ** 30, 1),
+                           graphs=next((r.get("graphs") for r in res.history if r.get("event") == "cuda_graphs"), 0))
+                del net, res
+            except Exception as e:  # an OOM is the finding
+                row.update(error=f"{type(e).__name__}: {str(e).splitlines()[0][:200]}")
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+        del data
+    return rows
 
 
 # float rounding (the learning rate read from a float32 tensor) compounding over 20 steps; BF16 rounds coarser
@@ -202,8 +283,17 @@ def attention_kernels(dev: torch.device) -> dict:
     return out
 
 
-def run(device: str = "cuda", steps: int = 30, only=None, precisions=("fp32", "bf16"), equal: bool = True) -> dict:
+def run(device: str = "cuda", steps: int = 30, only=None, precisions=("fp32", "bf16"), equal: bool = True,
+        what: str = "all") -> dict:
+    """`what`: "all" (the timings, then the probe unless not `equal`), "probe" (graphed against eager only),
+    "memory" (`memory_at_risk`)."""
     dev = torch.device(device)
+    if what == "probe":
+        return dict(device=_device_name(dev), stack=runtime.stack_label(),
+                    graphed_against_eager={p: graphed_against_eager(dev, p) for p in precisions
+                                           if p == "fp32" or dev.type == "cuda"})
+    if what == "memory":
+        return dict(device=_device_name(dev), stack=runtime.stack_label(), memory_at_risk=memory_at_risk(dev))
     rows = []
     for name, t in workloads().items():
         if only and name not in only:
@@ -226,19 +316,21 @@ def run(device: str = "cuda", steps: int = 30, only=None, precisions=("fp32", "b
                      and b["variant"] == VARIANTS[0][0] and "ms_per_step" in b), None)
         if base and "ms_per_step" in r:
             r["speedup"] = base["ms_per_step"] / r["ms_per_step"]
-    result = dict(device=runtime.accelerator_name() if dev.type == "cuda" else "cpu", stack=runtime.stack_label(),
-                  steps=steps, rows=rows)
+    result = dict(device=_device_name(dev), stack=runtime.stack_label(), steps=steps, rows=rows)
     if dev.type == "cuda":
         result["attention_kernels_bf16_padded"] = attention_kernels(dev)
         if equal:
-            t = workloads()["01 table1 tiny"]
             result["graphed_against_eager"] = {}
             for p in precisions:
                 try:
-                    result["graphed_against_eager"][p] = graphed_against_eager(t, dev, p)
+                    result["graphed_against_eager"][p] = graphed_against_eager(dev, p)
                 except Exception as e:
                     result["graphed_against_eager"][p] = dict(status=f"FAILED: {type(e).__name__}: {str(e)[:300]}")
     return result
+
+
+def _device_name(dev: torch.device) -> str:
+    return runtime.accelerator_name() if dev.type == "cuda" else "cpu"
 
 
 def main(argv=None) -> int:
@@ -247,15 +339,21 @@ def main(argv=None) -> int:
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--only", action="append", help="a workload's name (repeatable); default all")
     ap.add_argument("--out", help="write the JSON result here")
+    ap.add_argument("--what", choices=("all", "timings", "probe", "memory"), default="all",
+                    help="all: timings and the probe; timings: without the probe; probe: graphed against eager only; "
+                         "memory: the rows at risk (informational: exit 0)")
     args = ap.parse_args(argv)
     if args.steps < 1:
         ap.error(f"--steps must be at least 1, got {args.steps}")
-    result = run(args.device, args.steps, args.only)
+    result = run(args.device, args.steps, args.only, equal=args.what != "timings",
+                 what="all" if args.what == "timings" else args.what)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(result, indent=2, default=str) + "\n")
-    bad = [r for r in result["rows"] if "error" in r] + [v for v in result.get("graphed_against_eager", {}).values()
-                                                          if v.get("status") != "equal within tolerance"]
+    bad = [r for r in result.get("rows", []) if "error" in r] + \
+        [v for v in result.get("graphed_against_eager", {}).values() if v.get("status") != "equal within tolerance"]
+    for p, v in result.get("graphed_against_eager", {}).items():
+        print(f"graphed against eager ({p}): {v.get('status')}", flush=True)
     return 1 if bad else 0
 
 
@@ -263,4 +361,4 @@ if __name__ == "__main__":
     raise SystemExit(main())
 
 
-__all__ = ["attention_kernels", "graphed_against_eager", "run", "workloads"]
+__all__ = ["attention_kernels", "graphed_against_eager", "memory_at_risk", "probe_training", "run", "workloads"]

@@ -94,6 +94,7 @@ def measure_one(t: plan.Training, precision: str, device: str, memory_gib: float
         with _matmul_precision(precision):
             times = [_step(model, optimizer, batch, run_k, precision, dev) for _ in range(steps + 1)][1:]
         peak = torch.cuda.max_memory_allocated(dev) / plan.GIB if on_gpu else None
+        reserved = torch.cuda.max_memory_reserved(dev) / plan.GIB if on_gpu else None  # the allocator's hold
         del model, optimizer, batch
     seconds = sorted(times)[len(times) // 2]
     if not whole:  # micro-batches of CPU_MICRO: the planned step has batch / run_micro of them
@@ -105,6 +106,7 @@ def measure_one(t: plan.Training, precision: str, device: str, memory_gib: float
     if ratio is not None and not 1 / TIME_FACTOR <= ratio <= TIME_FACTOR:
         problems.append(f"time {ratio:.2f}x the plan's")
     return dict(row, measured_micro=run_micro, measured_peak_gib=None if peak is None else round(peak, 2),
+                measured_reserved_gib=None if reserved is None else round(reserved, 2),
                 planned_seconds=planned_seconds, measured_seconds=seconds, time_ratio=ratio,
                 status="; ".join(problems) or "ok")
 
