@@ -5,7 +5,8 @@
 #                    -> docs/reproducing.md and reports/plan/paper_h100.json
 #   make dry-run     the paper profile for 2 steps of every training on the CPU (= make reproduce PROFILE=paper
 #                    MAX_STEPS=2 DEVICE=cpu) -> reports/dry-run/paper/; CI runs it (ONLY, TIMEOUT: as for reproduce)
-#   make gpu-check   on a GPU: CUDA tests, benchmarks and the dry run on CUDA -> reports/gpu/
+#   make gpu-check   on a GPU: CUDA tests, the CUDA-graph probe, launch-bound steps, memory at risk, benchmarks and
+#                    the dry run on CUDA -> reports/gpu/; stops at the first failure (GPU_MINUTES=9: its budget)
 #   make bench       benchmarks: model sizes (Table 8), Table 9 timings, roofline -> reports/benchmarks/
 #   make reproduce   run the notebooks with papermill -> reports/ (PROFILE=smoke|quick|paper, ONLY=00,03,
 #                    DATASETS=JapaneseVowels,Epilepsy for notebook 12, PARAMS="name=value ...", DOWNLOAD=1 to
@@ -53,6 +54,7 @@ GPU_MEMORY ?=
 ALLOW_SKIPS ?=
 TIME_BUDGET ?=
 CUDA_GRAPHS ?=
+GPU_MINUTES ?=
 LAB_ARGS ?=
 # seconds each notebook may run (0: no limit); empty: the runner's default from the notebook's estimate
 TIMEOUT ?=
@@ -119,7 +121,7 @@ dry-run: venv
 # for whoever has a GPU: CUDA tests, Table 9 and roofline on CUDA, the dry run on CUDA -> reports/gpu/
 # (within 20 minutes); without a GPU it says so and exits 0
 gpu-check: venv
-	$(VPY) -m romae.gpucheck
+	$(VPY) -m romae.gpucheck $(if $(GPU_MINUTES),--budget-minutes $(GPU_MINUTES))
 
 # downloads into $ROMAE_DATA, else ./data/; resumes a cut download; verifies or records checksums
 lab: venv
