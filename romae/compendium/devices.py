@@ -6,18 +6,16 @@ which is False off CUDA; the graph's deferred checks, `masking.GraphChecks`). A 
 them, so an edit there cannot change its numbers; before this rule such an edit staled every result (64 of them,
 notebook 02's training in progress among them).
 
-**Device classes.** Every record is made for a class: 'cuda' (a result computed on a CUDA device) or 'cpu' (any
-other). In a record of another class than the one a unit of `ONLY_ON` runs on, that unit is *foreign*: its entry, its
-content (what a reference to it stands for) and the units it brings into the closure are the ones it had when this
-rule came in (`FROZEN`, <compendium>/reference/device_only.json, written once by `freeze` at 58b8252), never read from
-today's source; a foreign unit added since is in no such record and a reference to it stands for `foreign_mark`. So
-every record kept before this rule is unchanged (its code id included), and editing a foreign unit stales nothing
-of that class. A record of the unit's own class counts it as any other unit.
-
-**Which records are which.** A record says its class (`device`); one without it is of the class 'cpu': every record of
-the sound rule kept before this one was made on a CPU (tests/test_device_records.py checks the committed ones).
-Lookups try the class of the device at hand first, then the others (`classes_from`): a notebook published on a CPU
-finds what a GPU trained, and a training continues on a GPU from a CPU's checkpoint.
+**Device classes.** A record's `units` count a unit of `ONLY_ON` as it was when this rule came in (`frozen`,
+<compendium>/reference/device_only.json, written once by `freeze` at 58b8252): its entry, its content (what a
+reference to it stands for) and the units it brings into the closure, never read from today's source; a unit listed
+since is in no `units` and a reference to it stands for `foreign_mark`. So every record kept before this rule is
+unchanged (its code id, and so its key, included), a key is one on every device (what a GPU trained serves a CPU; a
+training continues on another device), and editing those units stales nothing computed on a CPU. A result computed
+on CUDA also holds `device_units`: those units, and what only they reach, as they are now
+(`romae.compendium.staleness.record`); when they change, its check fails and the loader retrains it under the same
+key. A record without `device_units` is a CPU's: every record of the sound rule kept before this one was made on a
+CPU (tests/test_device_records.py checks the committed ones).
 
 **What keeps it honest.** A unit is listed in `ONLY_ON` only if no numerics workload (all CPU) executes it and a
 traced CPU `fit` never enters it (the same test); a class listed brings its methods.
@@ -91,7 +89,7 @@ def this_class() -> str:
 
 
 def classes_from(first: str) -> list[str]:
-    """Every class, `first` first: the order lookups try keys in."""
+    """Every class, `first` first (no lookup needs it since keys are one on every device; kept for callers)."""
     return [first, *(c for c in CLASSES if c != first)]
 
 
