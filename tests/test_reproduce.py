@@ -218,3 +218,18 @@ def test_latest_runs_keeps_the_last_row_per_notebook_and_profile(tmp_path):
                                   status=status, error=""), tmp_path)
     latest = reproduce.latest_runs(tmp_path)
     assert latest[["profile", "status"]].values.tolist() == [["quick", "ok"], ["smoke", "ok"]]
+
+
+def test_latest_runs_takes_a_variants_latest_run_from_its_own_folder(tmp_path):
+    """A variant logs into variants/<v>/runs.csv; an older row of it left in the main runs.csv (written before
+    variants had folders) must not stand as its latest run on the front page."""
+    row = dict(notebook="12_uea", profile="quick", device="cpu", status="ok", error="", params="datasets=X")
+    reproduce.append_run(dict(row, seconds=741.1, commit="old0000"), tmp_path)
+    reproduce.append_run(dict(row, params="", seconds=15.0, commit="main000"), tmp_path)
+    folder = tmp_path / "variants" / "12_uea--quick--datasets=X"
+    reproduce.append_run(dict(row, seconds=20.0, commit="first00"), folder)
+    reproduce.append_run(dict(row, seconds=18.1, commit="new0000"), folder)
+    latest = reproduce.latest_runs(tmp_path)
+    assert latest[["params", "commit", "seconds"]].values.tolist() == [["", "main000", "15.0"],
+                                                                       ["datasets=X", "new0000", "18.1"]]
+    assert reproduce.latest_runs(folder).commit.tolist() == ["new0000"]  # a variant's own summary: its own rows

@@ -342,6 +342,12 @@ def append_run(row: dict, reports: Path) -> None:
 
 
 def latest_runs(reports: Path) -> pd.DataFrame:
-    """The last row of runs.csv for every (notebook, profile, params), sorted by notebook then profile."""
-    runs = all_runs(reports).drop_duplicates(["notebook", "profile", "params"], keep="last")
+    """The last row of runs.csv for every (notebook, profile, params), sorted by notebook then profile.
+
+    A variant logs into its own folder's runs.csv (<reports>/variants/<v>/); rows of a variant in the main runs.csv
+    were written before that, so the variant folders' rows come after them here: the latest run of a variant is its
+    folder's last row, never an older one left in the main log."""
+    own = [all_runs(p.parent) for p in sorted(Path(reports).glob("variants/*/runs.csv"))]
+    runs = pd.concat([all_runs(reports), *own], ignore_index=True) if own else all_runs(reports)
+    runs = runs.drop_duplicates(["notebook", "profile", "params"], keep="last")
     return runs.sort_values(["notebook", "profile", "params"], kind="stable").reset_index(drop=True)
