@@ -196,6 +196,24 @@ def test_a_damaged_travelling_checkpoint_is_not_used(tmp_path, monkeypatch):
     with pytest.warns(UserWarning, match=r"t_travel: the training in progress in .* at step 7 of 24 was started under "
                                          r"another config, data or code than this run \(t_travel-0000\)"):
         assert travel.arrive("t_travel-0000", tmp_path / "other") is None  # another run of the same name
+    # the same training in progress seen from another record (a quick run beside the paper record's training, whose
+    # record is the repository's own): a terminal line, no warning in the notebook's output, nothing moved
+    import warnings as _warnings
+    from romae.compendium import terminal, trainings
+    echo = tmp_path / "echo.txt"
+    monkeypatch.setenv(terminal.ECHO, str(echo))
+    monkeypatch.setattr(trainings, "DEFAULT", tmp_path / "c1" / "record")
+    monkeypatch.setenv("ROMAE_TRAININGS", str(tmp_path / "quick-record"))
+    with _warnings.catch_warnings():
+        _warnings.simplefilter("error")
+        assert travel.arrive("t_travel-0000", tmp_path / "other") is None
+    said = echo.read_text()
+    assert "another record's training of this name is in progress" in said and "at step 7 of 24" in said
+    assert "left as it is" in said and (folder / travel.PROGRESS).is_file()
+    monkeypatch.delenv("ROMAE_TRAININGS")  # no record open (a notebook run by hand): the same
+    with _warnings.catch_warnings():
+        _warnings.simplefilter("error")
+        assert travel.arrive("t_travel-0000", tmp_path / "other") is None
     weights = folder / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[:-8] + b"\0" * 8)
     with pytest.raises(ValueError, match="model.safetensors is altered"):

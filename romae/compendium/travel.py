@@ -112,19 +112,31 @@ def arrive(run_id: str, out_dir: Path) -> dict | None:
 
 
 def _orphans(run_id: str) -> None:
-    """Say (a warning, a terminal line) when the record holds a training of the same name in progress under another
-    run id: started with another config, data or code, it cannot continue this one, which trains from the start (the
-    other stays in the record until removed: `python -m romae.runner.stales` says what changed since)."""
+    """Say when a record holds a training of the same name in progress under another run id: started with another
+    config, data or code, it cannot continue this one, which trains from the start (the other stays in the record
+    until removed: `python -m romae.runner.stales` says what changed since).
+
+    In the record this run writes to (`trainings.open_folder()`), that is what a user must hear (a warning and a terminal
+    line): it is usually this run's own training, which a code change keeps from continuing. In another record (a
+    quick run beside the paper record's training in progress) or with no record open (a notebook run by hand), it is
+    another profile's training, left as it is: a terminal line only, nothing in the notebook's output."""
     name = run_id.rsplit("-", 1)[0]
+    open_record = trainings.open_folder()
+    open_record = open_record.resolve() if open_record is not None else None
     for folder in sorted(p for r in _records() for p in r.glob(f"{name}-*") if p.is_dir() and p.name != run_id):
         try:
             progress = json.loads((folder / PROGRESS).read_text())
             where = f"at step {progress['steps']:,} of {progress['total_steps']:,}"
         except (OSError, ValueError, KeyError, TypeError):
             where = "(its progress.json unreadable)"
-        line = (f"{name}: the training in progress in {folder} {where} was started under another config, data or "
-                f"code than this run ({run_id}): it cannot continue it; this one trains from the start")
-        warnings.warn(line, stacklevel=3)
+        if open_record is not None and folder.parent.parent.resolve() == open_record:
+            line = (f"{name}: the training in progress in {folder} {where} was started under another config, data or "
+                    f"code than this run ({run_id}): it cannot continue it; this one trains from the start")
+            warnings.warn(line, stacklevel=3)
+        else:
+            line = (f"{name}: another record's training of this name is in progress in {folder} {where} (another "
+                    f"config, data or code: another profile's); it is left as it is, and this run ({run_id}) trains "
+                    "its own")
         terminal.say(line)
 
 
