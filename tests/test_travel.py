@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import nbformat
@@ -20,7 +21,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell
 
 from romae import RoMAEConfig, RoMAEForPreTraining, TrainConfig, fit, runtime, size
 from romae.checkpoint import read
-from romae.compendium import travel
+from romae.compendium import terminal, trainings, travel
 from romae.feeding import ArrayDataset
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -150,7 +151,6 @@ def _shows_in_progress(record: Path, capsys) -> None:
     """`python -m romae.trainings` and the front page's headline name the training in progress."""
     import pandas as pd
 
-    from romae.compendium import trainings
     from romae.runner import claims
 
     capsys.readouterr()
@@ -198,21 +198,19 @@ def test_a_damaged_travelling_checkpoint_is_not_used(tmp_path, monkeypatch):
         assert travel.arrive("t_travel-0000", tmp_path / "other") is None  # another run of the same name
     # the same training in progress seen from another record (a quick run beside the paper record's training, whose
     # record is the repository's own): a terminal line, no warning in the notebook's output, nothing moved
-    import warnings as _warnings
-    from romae.compendium import terminal, trainings
     echo = tmp_path / "echo.txt"
     monkeypatch.setenv(terminal.ECHO, str(echo))
     monkeypatch.setattr(trainings, "DEFAULT", tmp_path / "c1" / "record")
     monkeypatch.setenv("ROMAE_TRAININGS", str(tmp_path / "quick-record"))
-    with _warnings.catch_warnings():
-        _warnings.simplefilter("error")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
         assert travel.arrive("t_travel-0000", tmp_path / "other") is None
     said = echo.read_text()
     assert "another record's training of this name is in progress" in said and "at step 7 of 24" in said
     assert "left as it is" in said and (folder / travel.PROGRESS).is_file()
     monkeypatch.delenv("ROMAE_TRAININGS")  # no record open (a notebook run by hand): the same
-    with _warnings.catch_warnings():
-        _warnings.simplefilter("error")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
         assert travel.arrive("t_travel-0000", tmp_path / "other") is None
     weights = folder / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[:-8] + b"\0" * 8)

@@ -19,7 +19,7 @@ import pandas as pd
 from . import claims, frontpage, provenance
 from ..compendium import report, trainings
 from ..compendium.report import _slug
-from .staging import all_runs, latest_runs, redact_file, redactor
+from .staging import all_runs, latest_runs, redact_file, redactor, runs_with_variants
 from .summary import artefact_view, build_summary
 # MathJax 2.7 as shipped by jupyter-server-mathjax: the combined TeX + HTML-CSS configuration and the
 # files it loads on demand (STIX web fonts; no SVG output, no translations) -- about 2.5 MB.
@@ -100,8 +100,7 @@ def variant_table(reports: Path) -> pd.DataFrame:
     # a folder holding only the runs.csv of failed runs is no variant (yet)
     folders = sorted(p for p in (reports / "variants").glob("*") if (p / "executed").is_dir()) \
         if (reports / "variants").is_dir() else []
-    # a variant's runs are logged in its own folder (older ones in the main runs.csv)
-    runs = pd.concat([all_runs(reports), *(all_runs(f) for f in folders)], ignore_index=True)
+    runs = runs_with_variants(reports)
     runs = runs[(runs.params != "") & (runs.status == "ok")]
     slugs = {_slug([r.notebook, r.profile, *r.params.split("; ")]): r.params for r in runs.itertuples()}
     rows = []

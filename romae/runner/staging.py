@@ -241,6 +241,13 @@ def all_runs(reports: Path) -> pd.DataFrame:
     return runs
 
 
+def runs_with_variants(reports: Path) -> pd.DataFrame:
+    """Every row of runs.csv, then each variant folder's own (<reports>/variants/<v>/runs.csv). A variant logs into
+    its folder; its rows in the main runs.csv were written before that, so the folders' rows come after them."""
+    folders = sorted(p.parent for p in Path(reports).glob("variants/*/runs.csv"))
+    return pd.concat([all_runs(reports), *(all_runs(f) for f in folders)], ignore_index=True)
+
+
 def best_profile(reports: Path, notebook: str) -> str | None:
     """The best profile of any successful run of `notebook` (stem) published in `reports`, or None
     (any, not the latest: a later failed run left the published artefacts in place)."""
@@ -342,12 +349,7 @@ def append_run(row: dict, reports: Path) -> None:
 
 
 def latest_runs(reports: Path) -> pd.DataFrame:
-    """The last row of runs.csv for every (notebook, profile, params), sorted by notebook then profile.
-
-    A variant logs into its own folder's runs.csv (<reports>/variants/<v>/); rows of a variant in the main runs.csv
-    were written before that, so the variant folders' rows come after them here: the latest run of a variant is its
-    folder's last row, never an older one left in the main log."""
-    own = [all_runs(p.parent) for p in sorted(Path(reports).glob("variants/*/runs.csv"))]
-    runs = pd.concat([all_runs(reports), *own], ignore_index=True) if own else all_runs(reports)
-    runs = runs.drop_duplicates(["notebook", "profile", "params"], keep="last")
+    """The last row of `runs_with_variants` for every (notebook, profile, params), sorted by notebook then profile:
+    the latest run of a variant is its folder's last row, never an older one left in the main log."""
+    runs = runs_with_variants(reports).drop_duplicates(["notebook", "profile", "params"], keep="last")
     return runs.sort_values(["notebook", "profile", "params"], kind="stable").reset_index(drop=True)
