@@ -141,3 +141,36 @@ def test_data_fingerprint_sees_every_value():
     before = data_fingerprint(data)
     data.tensors["values"][57, 2, 1] += 1e-3  # not one of 16 evenly spaced samples
     assert data_fingerprint(data) != before
+
+
+def test_measure_like_another_package_compares_on_this_cpu_and_memoises_nothing_so_found(tmp_path, monkeypatch):
+    """`measure(package, like=...)` (how `romae.runner.stales` measures a change): an unregistered vector equal to the
+    other package's takes its id; a different one keeps its unregistered id without the runs on other kernel sets;
+    neither is memoised. Without `like`, an unregistered vector is tried on the other kernel sets (as before)."""
+    registered = numerics.registry()["model"]
+    base_id, base_vec = next(iter(registered.items()))
+    moved = {k: [x * 1.01 + 1.0 for x in xs] for k, xs in numerics._parts(base_vec).items()}  # no registered match
+    shifted = {k: [x * (1 + 1e-7) for x in xs] for k, xs in moved.items()}  # `moved` to rounding
+    vector = {}
+    monkeypatch.setattr(numerics, "PATHS", ("model",))
+    monkeypatch.setattr(numerics, "MEMO", tmp_path / "memo")
+    monkeypatch.setattr(numerics, "_run", lambda package, paths, *flags, **env: {
+        "vectors": {p: vector["now"] for p in paths}, "lines": {p: {"model.py": [1]} for p in paths}})
+    tried = []
+    monkeypatch.setattr(numerics, "_on_other_kernels", lambda paths, package=None: tried.extend(paths) or {})
+    like = {"ids": {"model": "the-base-id"}, "vectors": {"model": moved}}
+
+    vector["now"] = shifted  # equal to `like`'s on this CPU: its id, nothing memoised
+    assert numerics.measure(PACKAGE, like=like)["ids"]["model"] == "the-base-id"
+    assert tried == [] and not (tmp_path / "memo").exists()
+    vector["now"] = {k: [x * 2 for x in xs] for k, xs in moved.items()}  # new arithmetic: unregistered, not retried
+    assert numerics.measure(PACKAGE, like=like)["ids"]["model"].startswith("~")
+    assert tried == [] and not (tmp_path / "memo").exists()
+    found = numerics.measure(PACKAGE)  # without `like`: tried on the other kernel sets, then memoised with its vector
+    assert found["ids"]["model"].startswith("~") and tried == ["model"]
+    assert found["vectors"]["model"] == vector["now"]
+    memo = json.loads(next((tmp_path / "memo").glob("model-*[0-9a-f].json")).read_text())
+    assert memo["vector"] == vector["now"] and memo["id"] == found["ids"]["model"]
+    vector["now"] = base_vec  # a registered vector is its id whatever `like` says
+    monkeypatch.setattr(numerics, "MEMO", tmp_path / "memo2")
+    assert numerics.measure(PACKAGE, like=like)["ids"]["model"] == base_id

@@ -198,3 +198,39 @@ def test_parsing_is_one_thread_at_a_time(monkeypatch):
     for t in threads:
         t.join()
     assert most[0] == 1, f"{most[0]} threads parsed at once"
+
+
+def test_trees_of_one_shape_normalise_a_unit_once(monkeypatch):
+    """A copy of the package with one file edited (what `romae.runner.stales.planted` makes) normalises that file's
+    units again, and the others' only where what their names resolve to moved (`Tree.shape`)."""
+    normalised = []
+
+    class Counting(S._Normalise):
+        def __init__(self, tree_, rel, refs):
+            normalised.append(rel)
+            super().__init__(tree_, rel, refs)
+
+    monkeypatch.setattr(S, "_Normalise", Counting)
+    monkeypatch.setattr(S, "_NORMALISED", {})
+    t1 = tree()
+    first = cid(t1)
+    assert "a.py" in normalised and "b.py" in normalised
+    normalised.clear()
+    t2 = tree(b=B.replace("return x + OFFSET", "return x + OFFSET * 2"))  # a body: the same shape
+    assert t2.shape == t1.shape and cid(t2) != first
+    assert set(normalised) == {"b.py"}
+    # a unchanged, but b now re-exports c's helper: a's names resolve elsewhere, so the shape moves and a's units
+    # are normalised again
+    normalised.clear()
+    t3 = tree(b=B.replace("\n\ndef helper(x):\n    return x + OFFSET\n", "\nfrom .c import helper\n"),
+              c=C + "\n\ndef helper(x):\n    return x - 1\n")
+    assert t3.shape != t1.shape
+    assert "c.py:helper" in t3._plain("a.py:compute")[1] and "a.py" in normalised
+    assert cid(t3) != first
+    # a class's bases are what a call of it is named by: part of the shape
+    t4 = tree(c=C + "\n\nclass Bad(ValueError):\n    pass\n")
+    t5 = tree(c=C + "\n\nclass Bad(TypeError):\n    pass\n")
+    assert t4.shape != t5.shape
+    # and the shared results are the ones a tree computes alone
+    monkeypatch.setattr(S, "_NORMALISED", {})
+    assert cid(tree(b=B.replace("return x + OFFSET", "return x + OFFSET * 2"))) == cid(t2)

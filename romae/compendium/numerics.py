@@ -100,29 +100,43 @@ def _workloads(package: Path) -> Path:
     return own if own.is_file() else WORKLOADS_FILE
 
 
-def measure(package: Path | None = None) -> dict:
-    """{"ids": {path: id}, "lines": {path: {file: [lines]}}}: each workload's id (`identify`) and the lines of the
-    package it executed (a line tracer), for the package in folder `package` (default: this one), run in a fresh
-    process. Memoised on disk (.cache/romae/numerics/) per workload by the bytes of the files it ran: a workload whose
-    files are unchanged is not run again (a change to baselines.py reruns the baselines' workload only)."""
+def measure(package: Path | None = None, like: dict | None = None) -> dict:
+    """{"ids": {path: id}, "lines": {path: {file: [lines]}}, "vectors": {path: vector}}: each workload's id
+    (`identify`), the lines of the package it executed (a line tracer) and its vector on this CPU, for the package in
+    folder `package` (default: this one), run in a fresh process. Memoised on disk (.cache/romae/numerics/) per
+    workload by the bytes of the files it ran: a workload whose files are unchanged is not run again (a change to
+    baselines.py reruns the baselines' workload only).
+
+    `like`: another package's `measure` on this CPU (the one a change is made to: `romae.runner.stales`). A vector
+    that no registered one matches is then compared with that package's, on the same kernels: equal, it takes that
+    package's id; else it is new arithmetic and keeps its unregistered id, without the runs on other kernel sets
+    (`_on_other_kernels`) that only tell this CPU's rounding from a change. Ids found so are not memoised."""
     package = Path(package).resolve() if package is not None else PACKAGE
-    found: dict = {"ids": {}, "lines": {}}
+    found: dict = {"ids": {}, "lines": {}, "vectors": {}}
     todo = []
     for p in PATHS:
         try:
             ran = json.loads((MEMO / f"{p}-files.json").read_text())  # the files it ran last time it was measured
             memo = json.loads((MEMO / f"{p}-{_state(package, ran)}.json").read_text())
-            found["ids"][p], found["lines"][p] = memo["id"], memo["lines"]
+            found["ids"][p], found["lines"][p], found["vectors"][p] = memo["id"], memo["lines"], memo["vector"]
         except (OSError, ValueError, KeyError):
             todo.append(p)
     if not todo:
         return found
     data = _run(package, todo, "--lines")
     ids = {p: "failed" if v is None else identify(p, v) for p, v in data["vectors"].items()}
-    ids.update(_on_other_kernels([p for p, i in ids.items() if i.startswith("~")], package))
+    relative = set()
+    if like is not None:  # compared with `like` on this CPU where it has the vector
+        for p, i in ids.items():
+            other = like.get("vectors", {}).get(p)
+            if i.startswith("~") and other is not None:
+                relative.add(p)
+                if _matches(data["vectors"][p], other):
+                    ids[p] = like["ids"][p]
+    ids.update(_on_other_kernels([p for p, i in ids.items() if i.startswith("~") and p not in relative], package))
     for p in todo:
-        found["ids"][p], found["lines"][p] = ids[p], data["lines"][p]
-        if ids[p] == "failed":  # never memoised: the next measure runs it again
+        found["ids"][p], found["lines"][p], found["vectors"][p] = ids[p], data["lines"][p], data["vectors"][p]
+        if ids[p] == "failed" or p in relative:  # never memoised: the next measure runs it again
             continue
         try:
             from ..storage import write_atomic
@@ -131,11 +145,12 @@ def measure(package: Path | None = None) -> dict:
             ran = sorted(data["lines"][p])
             write_atomic(MEMO / f"{p}-files.json", json.dumps(ran) + "\n")
             write_atomic(MEMO / f"{p}-{_state(package, ran)}.json",
-                         json.dumps({"id": ids[p], "lines": data["lines"][p]}, sort_keys=True) + "\n")
+                         json.dumps({"id": ids[p], "lines": data["lines"][p], "vector": data["vectors"][p]},
+                                    sort_keys=True) + "\n")
         except (OSError, ImportError):  # a read-only checkout, or run as a script: measured again next time
             pass
-    found["ids"] = {p: found["ids"][p] for p in PATHS}
-    found["lines"] = {p: found["lines"][p] for p in PATHS}
+    for key in found:
+        found[key] = {p: found[key][p] for p in PATHS}
     return found
 
 

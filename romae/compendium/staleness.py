@@ -43,11 +43,11 @@ what changed, started or stopped running, and the workloads whose numbers moved.
 from __future__ import annotations
 
 import ast
-import copy
 import functools
 import hashlib
 import json
 import os
+import pickle
 import sys
 from pathlib import Path
 
@@ -156,6 +156,11 @@ class Module:
                 self.imports.setdefault(a.asname or a.name, set()).add(f"{base}.{a.name}")
 
 
+# normalised units of every tree, by (tree shape, file, its source, place, lines masked or None): `Tree._normalised`
+_NORMALISED: dict[tuple, tuple[str, tuple[str, ...], frozenset[int]]] = {}
+_NORMALISED_MAX = 200_000
+
+
 @functools.lru_cache(maxsize=1024)
 def _module(rel: str, source: str) -> Module:  # shared by every tree that holds the same file
     return Module(rel, source)
@@ -184,6 +189,7 @@ class Tree:
         self.folder = folder  # where the tree lies on disk (its workloads run there), None for the checkout
         self.by_name = {dotted(rel): rel for rel in self.files}
         self._measured = None
+        self.like: Tree | None = None  # the tree this one is a change of: its workloads are compared on this CPU
         self._views: dict[str, Tree] = {device: self}
 
     def view(self, device: str) -> "Tree":
@@ -252,17 +258,40 @@ class Tree:
         """{place: (rel, node)} of every unit of the tree."""
         return {f"{rel}:{q}": (rel, node) for rel in sorted(self.files) for q, node in self.module(rel).units.items()}
 
+    @functools.cached_property
+    def shape(self) -> str:
+        """A hash of everything normalising a unit reads beyond its own module's source: the package's files, every
+        module's top-level names, imports and class bases, and the modules that never compute. Two trees of one shape
+        normalise a unit of the same source, masked by the same lines, alike (`_normalised`)."""
+        h = hashlib.sha256(repr(sorted(self.skipped)).encode())
+        for rel in sorted(self.files):
+            m = self.module(rel)
+            bases = {q: ast.dump(ast.Tuple(elts=n.bases, ctx=ast.Load())) for q, n in m.units.items()
+                     if isinstance(n, ast.ClassDef)}
+            h.update(repr((rel, sorted(m.names.items()), sorted((k, sorted(v)) for k, v in m.imports.items()),
+                           sorted(bases.items()))).encode())
+        return h.hexdigest()
+
     def _normalised(self, place: str, masked: bool) -> tuple[str, list[str], set[int]]:
         """(dump of the unit's normalised tree, the places its references name in order, the lines of the statements
-        masked as run by a workload) (the module docstring)."""
+        masked as run by a workload) (the module docstring). Shared by trees of one `shape` (a copy of the package
+        with one file edited normalises the units of the others once)."""
         rel, node = self.units[place]
-        node = copy.deepcopy(node)
-        ran: set[int] = set()
-        if masked:
-            node = _Mask(self._hit(None, rel), ran).unit(node)
-        refs: list[str] = []
-        node = _Normalise(self, rel, refs).visit(node)
-        return ast.dump(node, annotate_fields=False, include_attributes=False), refs, ran
+        hit = self._hit(None, rel) if masked else None
+        key = (self.shape, rel, self.files[rel], place, hit)
+        found = _NORMALISED.get(key)
+        if found is None:
+            node = pickle.loads(pickle.dumps(node, protocol=pickle.HIGHEST_PROTOCOL))  # a deep copy, faster
+            ran: set[int] = set()
+            if masked:
+                node = _Mask(hit, ran).unit(node)
+            refs: list[str] = []
+            node = _Normalise(self, rel, refs).visit(node)
+            found = (ast.dump(node, annotate_fields=False, include_attributes=False), tuple(refs), frozenset(ran))
+            if len(_NORMALISED) >= _NORMALISED_MAX:
+                _NORMALISED.clear()
+            _NORMALISED[key] = found
+        return found[0], list(found[1]), set(found[2])
 
     @functools.lru_cache(maxsize=None)
     def _plain(self, place: str) -> tuple[str, list[str]]:
@@ -344,7 +373,8 @@ class Tree:
         """{"ids": {workload: id}, "lines": {workload: {rel: [lines]}}} of this tree (`romae.compendium.numerics.measure`)."""
         if self._measured is None:  # in the workloads' own process (the recipe is one): all hashed, none measured
             inside = os.environ.get(numerics.IN_WORKLOAD)
-            self._measured = {"ids": {}, "lines": {}} if inside else numerics.measure(self.folder)
+            self._measured = {"ids": {}, "lines": {}} if inside else \
+                numerics.measure(self.folder, like=self.like.measured() if self.like is not None else None)
         return self._measured
 
     # -- records

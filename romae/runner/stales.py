@@ -52,6 +52,8 @@ def stales(base: str = "HEAD", head: str | None = None) -> dict[str, list[str]]:
     its runs on a CUDA device only)."""
     with tempfile.TemporaryDirectory() as tmp:
         trees = [tree_at(base, Path(tmp) / "base"), here() if head is None else tree_at(head, Path(tmp) / "head")]
+        if head is not None:  # a commit against a commit: its workloads compared with base's on this CPU
+            trees[1].like = trees[0]
         books = [_notebooks(base), _notebooks(head)]
         out: dict[str, list[str]] = {}
         for stem in sorted(set(books[0]) | set(books[1])):
@@ -112,6 +114,7 @@ def planted(edits, tree: Tree | None = None, device: str = "cpu") -> dict[str, l
                 raise ValueError(f"{rel}: {old!r} occurs {text.count(old)} times, not once")
             path.write_text(text.replace(old, new))
         other = Tree.of(copy_)
+        other.like = base  # its workloads compared with the checkout's on this CPU (`numerics.measure`)
         out = {}
         for name, roots in wanted.items():
             a, b = before[name], record(roots, other, device)
