@@ -156,7 +156,7 @@ class Module:
                 self.imports.setdefault(a.asname or a.name, set()).add(f"{base}.{a.name}")
 
 
-# normalised units of every tree, by (tree shape, file, its source, place, lines masked or None): `Tree._normalised`
+# normalised units of every tree, by (tree shape, the file's source, place, lines masked or None): `Tree._normalised`
 _NORMALISED: dict[tuple, tuple[str, tuple[str, ...], frozenset[int]]] = {}
 _NORMALISED_MAX = 200_000
 
@@ -278,7 +278,7 @@ class Tree:
         with one file edited normalises the units of the others once)."""
         rel, node = self.units[place]
         hit = self._hit(None, rel) if masked else None
-        key = (self.shape, rel, self.files[rel], place, hit)
+        key = (self.shape, self.files[rel], place, hit)  # the place names the file
         found = _NORMALISED.get(key)
         if found is None:
             node = pickle.loads(pickle.dumps(node, protocol=pickle.HIGHEST_PROTOCOL))  # a deep copy, faster
@@ -370,7 +370,8 @@ class Tree:
     # -- the workloads' numbers and lines
 
     def measured(self) -> dict:
-        """{"ids": {workload: id}, "lines": {workload: {rel: [lines]}}} of this tree (`romae.compendium.numerics.measure`)."""
+        """{"ids": {workload: id}, "lines": {workload: {rel: [lines]}}, "vectors": {workload: vector}} of this tree
+        (`romae.compendium.numerics.measure`; measured like `self.like` where this tree is a change of it)."""
         if self._measured is None:  # in the workloads' own process (the recipe is one): all hashed, none measured
             inside = os.environ.get(numerics.IN_WORKLOAD)
             self._measured = {"ids": {}, "lines": {}} if inside else \
