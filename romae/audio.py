@@ -33,7 +33,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from .images import GridDataset
+from .config import check_number, check_whole
+from .images import GridDataset, _pair
 
 EPS = float(torch.finfo(torch.float32).eps)  # Kaldi / torchaudio's log floor
 
@@ -80,8 +81,27 @@ def _window(kind: str, n: int) -> Tensor:
 def n_frames(n_samples: int, sample_rate: int = 16000, frame_length_ms: float = 25.0,
              frame_shift_ms: float = 10.0) -> int:
     """Frames Kaldi makes of n samples (snip_edges=True): 1 + (n - length) // shift, 0 if too short."""
-    length, shift = int(sample_rate * frame_length_ms / 1000), int(sample_rate * frame_shift_ms / 1000)
+    length, shift = _frame(sample_rate, frame_length_ms, frame_shift_ms, "n_frames")
+    n_samples = _whole("n_frames", "n_samples", n_samples)
     return 0 if n_samples < length else 1 + (n_samples - length) // shift
+
+
+def _whole(owner: str, name: str, value, **kw) -> int | None:
+    """config.check_whole, numpy integers (a shape read from an array) taken as ints."""
+    return check_whole(owner, name, int(value) if isinstance(value, np.integer) else value, **kw)
+
+
+def _frame(sample_rate, frame_length_ms, frame_shift_ms, owner: str) -> tuple[int, int]:
+    """(frame length, frame shift) in samples, each a ValueError naming `owner`'s argument unless >= 1 (2 for the
+    length: its window divides by n - 1)."""
+    check_number(owner, "sample_rate", sample_rate, 0, low_open=True, meaning=" (Hz)")
+    check_number(owner, "frame_length_ms", frame_length_ms, 0, low_open=True)
+    check_number(owner, "frame_shift_ms", frame_shift_ms, 0, low_open=True)
+    length, shift = int(sample_rate * frame_length_ms / 1000), int(sample_rate * frame_shift_ms / 1000)
+    if length < 2 or shift < 1:
+        raise ValueError(f"{owner}: a frame of {frame_length_ms} ms shifted by {frame_shift_ms} ms at {sample_rate} Hz "
+                         f"is {length} samples shifted by {shift}; it needs at least 2 samples and a shift of 1")
+    return length, shift
 
 
 def fbank(waveform, sample_rate: int = 16000, num_mel_bins: int = 128, frame_length_ms: float = 25.0,
@@ -102,7 +122,9 @@ def fbank(waveform, sample_rate: int = 16000, num_mel_bins: int = 128, frame_len
         raise ValueError(f"waveform must be [..., n_samples] with n_samples > 0, got shape {tuple(x.shape)}")
     if not torch.isfinite(x).all():
         raise ValueError("waveform holds NaN or infinite samples")
-    length, shift = int(sample_rate * frame_length_ms / 1000), int(sample_rate * frame_shift_ms / 1000)
+    _whole("fbank", "num_mel_bins", num_mel_bins, minimum=1)
+    check_number("fbank", "preemphasis", preemphasis, 0, 1)
+    length, shift = _frame(sample_rate, frame_length_ms, frame_shift_ms, "fbank")
     count = n_frames(x.shape[-1], sample_rate, frame_length_ms, frame_shift_ms)
     if count == 0:
         raise ValueError(f"waveform of {x.shape[-1]} samples is shorter than one frame ({length} samples = "
@@ -129,6 +151,11 @@ def fit_to_patches(spec: Tensor, patch: int, remainder: str = "pad", pad_value: 
     remainder="pad": append frames of `pad_value` (SSAST pads its fbank with zeros before normalising, to
     512 frames for ESC-50's 498); "crop": drop the last T mod patch frames.
     """
+    patch = _whole("fit_to_patches", "patch", patch, minimum=1)
+    target_frames = _whole("fit_to_patches", "target_frames", target_frames, minimum=1, none=True)
+    if not isinstance(spec, Tensor) or spec.dim() < 2:
+        raise ValueError(f"spec must be a tensor [..., frames, bins], got "
+                         f"{tuple(spec.shape) if isinstance(spec, Tensor) else type(spec).__name__}")
     T = spec.shape[-2]
     if target_frames is None:
         if remainder not in ("pad", "crop"):
@@ -159,7 +186,7 @@ def from_spectrograms(specs: Sequence | Tensor, labels=None, *, patch_size=16, m
     if any(s.dim() != 2 for s in specs) or len({s.shape[1] for s in specs}) != 1:
         raise ValueError(f"spectrograms must be [frames, bins] with one bin count, got shapes "
                          f"{sorted({tuple(s.shape) for s in specs})[:3]}")
-    ph, pw = (patch_size, patch_size) if isinstance(patch_size, int) else tuple(patch_size)
+    ph, pw = _pair(patch_size, "patch_size")
     if specs[0].shape[1] % pw:
         raise ValueError(f"patch width {pw} does not divide the {specs[0].shape[1]} frequency bins")
     if mean is None or std is None:  # over the real frames, in float64 running sums

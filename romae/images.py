@@ -32,8 +32,13 @@ IMAGENET_STD = (0.229, 0.224, 0.225)
 
 
 def _pair(x, name: str) -> tuple[int, int]:
-    t = (x, x) if isinstance(x, (int, np.integer)) else tuple(x)
-    if len(t) != 2 or not all(isinstance(v, (int, np.integer)) and v >= 1 for v in t):
+    """A positive int or a pair of them (height, width); 2.5, True, "4", (2, 2, 2) are a ValueError naming `name`."""
+    whole = lambda v: isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) and v >= 1
+    if isinstance(x, (str, bytes)) or not isinstance(x, (Sequence, np.ndarray, Tensor)):
+        t = (x, x)
+    else:
+        t = tuple(x.tolist() if isinstance(x, (np.ndarray, Tensor)) else x)
+    if len(t) != 2 or not all(whole(v) for v in t):
         raise ValueError(f"{name} must be a positive int or a pair of them, got {x!r}")
     return int(t[0]), int(t[1])
 

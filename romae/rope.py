@@ -41,6 +41,8 @@ import math
 import torch
 from torch import Tensor, nn
 
+from .config import check_number, check_whole
+
 
 def rope_frequencies(axis_dim: int, p: float = 0.75, base: float = 10000.0,
                      dtype: torch.dtype = torch.float32) -> Tensor:
@@ -79,6 +81,11 @@ class RoPE(nn.Module):
     def __init__(self, head_dim: int, n_axes: int, p: float = 0.75, base: float = 10000.0,
                  quantize: bool = False):
         super().__init__()
+        index = lambda v: v.__index__() if hasattr(type(v), "__index__") and not isinstance(v, bool) else v
+        head_dim = check_whole("RoPE", "head_dim", index(head_dim), minimum=2)
+        n_axes = check_whole("RoPE", "n_axes", index(n_axes), minimum=1)
+        p = check_number("RoPE", "p", p, 0, 1, meaning=" (p-RoPE: the fraction of rotation pairs kept)")
+        base = check_number("RoPE", "base", base, 0, low_open=True, meaning=" (theta_k = base^(-2k / axis_dim))")
         if head_dim % n_axes or (head_dim // n_axes) % 2:
             raise ValueError(
                 f"head_dim={head_dim} must split into n_axes={n_axes} equal chunks of even size; "
