@@ -50,10 +50,9 @@ def _check_tensor(x, what: str = "x") -> Tensor:
     return x
 
 
-def _check_grid(x: Tensor, patch_size: Sequence[int]) -> tuple[int, ...]:
-    """Validate x [B, *axes, C] against patch_size; return the patch grid shape."""
+def _check_grid(x: Tensor, patch_size: tuple[int, ...]) -> tuple[int, ...]:
+    """Validate x [B, *axes, C] against patch_size (already through `_sizes`); return the patch grid shape."""
     _check_tensor(x)
-    patch_size = _sizes(patch_size, "patch_size")
     n_axes = len(patch_size)
     if n_axes == 0:
         raise ValueError("patch_size must have one entry per axis of x [B, *axes, C], got ()")
@@ -74,8 +73,8 @@ def _check_grid(x: Tensor, patch_size: Sequence[int]) -> tuple[int, ...]:
 
 def patchify(x: Tensor, patch_size: Sequence[int], irregular_axes: Sequence[int] = ()) -> Tensor:
     """x [B, *axes, C] -> tokens [B, N, prod(patch_size) * C], N = number of patches, row-major."""
-    grid = _check_grid(x, patch_size)
     patch_size = _sizes(patch_size, "patch_size")
+    grid = _check_grid(x, patch_size)
     for i in irregular_axes:
         if isinstance(i, bool) or not isinstance(i, int) or not -len(patch_size) <= i < len(patch_size):
             raise ValueError(f"irregular_axes must name axes 0..{len(patch_size) - 1} of the grid, got {i!r}")
