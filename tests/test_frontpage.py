@@ -4,6 +4,7 @@ published, and SUMMARY.md's layout: a headline, the claims, the artefacts; every
 
 import json
 import math
+import re
 
 import pandas as pd
 import pytest
@@ -222,6 +223,46 @@ def test_learned_means_clearly_better_than_the_trivial_predictor():
     late = dict(row(0.36, 0.4686, n=3, std=0.05), scale=None, profile="paper")
     assert verdicts.row_status(paper, late).startswith("not tested: the model did not learn")
     assert report.learned(0.36, 0.4686, "the mean")["factor"] == verdicts.LEARN_FACTOR == 0.8
+
+
+_GATE_WORDS = re.compile(r"(?:at most|<=|≤)\s*(half|twice|\d+(?:\.\d+)?\s*x)\b", re.I)
+
+
+def gate_statements(root):
+    """(where, the factor as written, the words around it) for every statement of the learned gate in the sources a reader
+    meets: the notebooks' markdown, the package (docstrings, comments, the words it prints), README.md and docs/. A
+    gate statement: 'at most / <= <k>x' (or 'half') with the trivial predictor, a constant or learning named in the
+    400 characters before it or the 100 after."""
+    def texts():
+        for path in sorted((root / "notebooks").glob("*.ipynb")):
+            for i, cell in enumerate(json.loads(path.read_text())["cells"]):
+                if cell["cell_type"] == "markdown":
+                    yield f"{path.name}, cell {i}", "".join(cell["source"])
+        for path in [*sorted((root / "romae").rglob("*.py")), root / "README.md", *sorted((root / "docs").glob("*.md"))]:
+            yield str(path.relative_to(root)), path.read_text()
+
+    for where, text in texts():
+        for m in _GATE_WORDS.finditer(text):
+            around = text[max(0, m.start() - 400):m.end() + 100]
+            if re.search(r"trivial|constant|learn", around, re.I):
+                yield where, m.group(1), " ".join(text[max(0, m.start() - 150):m.end() + 50].split())
+
+
+def test_every_statement_of_the_learned_gate_is_the_one_gate(tmp_path):
+    """One learned gate: the notebooks, the package and the docs state LEARN_FACTOR, never another ratio (notebooks 01
+    and 02 said 'at most half the constant's' for a gate of 0.8x). Fails on a planted 'at most half the trivial
+    predictor's'."""
+    from romae.compendium import verdicts
+
+    factor = f"{verdicts.LEARN_FACTOR:g}x"
+    found = list(gate_statements(ROOT))
+    assert len(found) >= 5, found  # the notebooks 01, 02 and 15, the runner's note and docs/status.md state it
+    wrong = [(where, said, sentence) for where, said, sentence in found if said.replace(" ", "") != factor]
+    assert not wrong, f"the learned gate is {factor} (verdicts.LEARN_FACTOR); these say otherwise: {wrong}"
+    for sub in ("notebooks", "romae", "docs"):  # the check itself, on a copy with one wrong sentence planted
+        (tmp_path / sub).mkdir()
+    (tmp_path / "README.md").write_text("A model learned when its error is at most half the trivial predictor's.\n")
+    assert [said for _, said, _ in gate_statements(tmp_path)] == ["half"]
 
 
 def test_the_papers_own_numbers_pass_the_learned_gate():
