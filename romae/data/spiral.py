@@ -132,9 +132,10 @@ def _design(t: np.ndarray, clockwise: bool, cfg: SpiralConfig) -> tuple[np.ndarr
 
 
 def oracle(values: np.ndarray, observed: np.ndarray, cfg: SpiralConfig = SpiralConfig()) -> np.ndarray:
-    """The best a model could do that knows how the spirals are made: per spiral, the least-squares (a, b) of
-    each direction from its observed noisy points (the curve is linear in a and b), the direction that fits
-    better, and that curve at every point -> [n, P, 2]. A noise floor for the interpolation error."""
+    """A reference that knows how the spirals are made: per spiral, the least-squares (a, b) of each direction
+    from its observed noisy points (the curve is linear in a and b), the direction that fits better, and that
+    curve at every point -> [n, P, 2]. Not a bound on the interpolation error: it ignores the generator's prior
+    on a and b, which a trained model can learn (the paper's 0.0183 lies below it per coordinate)."""
     out = np.empty(values.shape, dtype=np.float64)
     designs = [_design(None, cw, cfg) for cw in (False, True)]
     for i in range(len(values)):

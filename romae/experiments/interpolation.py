@@ -510,9 +510,9 @@ SPIRAL_READINGS = {  # the Spiral diagnostics: who predicts, from which inputs, 
 def spiral_diagnostics(res: dict) -> pd.DataFrame:
     """What could explain a Spiral RMSE far from the paper's: the model's error under each reading
     (`SPIRAL_READINGS`), beside predictors that need no training on the same test points: the noise itself, the
-    generator's own family fitted by least squares to the noisy observed points (`romae.data.spiral.oracle`: a
-    floor no model of noisy inputs can beat by much), linear interpolation, and the spiral's observed mean; and the
-    paper's 0.0183. Mean and std over the evaluation trials (the model's: of its first seed)."""
+    generator's own family fitted by least squares to the noisy observed points (`romae.data.spiral.oracle`: it
+    ignores the generator's prior on a and b, so it is a reference, not a bound), linear interpolation, and the
+    spiral's observed mean; and the paper's 0.0183. Mean and std over the evaluation trials (the model's: of its first seed)."""
     prof = res["profile"]
     rows = []
     trials = res["spiral"]["runs"][0]["trials"]
