@@ -59,7 +59,7 @@ def check_whole(owner: str, name: str, value: Any, minimum: int = 0, none: bool 
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
             or int(value) != value or value < minimum:
         raise ValueError(f"{owner}.{name} must be a whole number >= {minimum}{' (or None)' if none else ''}, "
-                         f"got {value!r}")
+                         f"got {value!r}{'' if isinstance(value, int) or not hasattr(value, '__index__') else f' (a {type(value).__module__}.{type(value).__name__}, not a Python int or float)'}")
     return int(value)
 
 

@@ -356,3 +356,19 @@ def test_standardize_targets_errors():
         from_sequences(xs, labels=np.ones(4), standardize_targets=True, like=from_sequences(xs, labels=np.ones(4)))
     with pytest.raises(ValueError, match="standardize_targets must be True or False"):
         from_sequences(xs, standardize_targets="yes")
+
+
+@pytest.mark.parametrize("value, kind", [(np.int64(8), "numpy.int64"), (torch.tensor(8), "torch.Tensor")])
+def test_a_whole_number_of_another_library_is_refused_saying_why(value, kind):
+    # TrainConfig takes Python ints only (accepting numpy's would change check_whole, which every record ran);
+    # the message said "must be a whole number, got np.int64(8)", which reads as nonsense: it now names the type
+    with pytest.raises(ValueError, match=rf"TrainConfig.batch_size must be a whole number >= 1, got .*\(a {kind}, "
+                                         r"not a Python int or float\)"):
+        TrainConfig(batch_size=value)
+
+
+@pytest.mark.parametrize("value", [2.5, True, "3", 0])
+def test_other_bad_whole_numbers_carry_no_type_hint(value):
+    with pytest.raises(ValueError) as e:
+        TrainConfig(batch_size=value)
+    assert "not a Python int" not in str(e.value) and f"got {value!r}" in str(e.value)
