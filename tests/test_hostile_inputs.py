@@ -360,8 +360,9 @@ def test_standardize_targets_errors():
 
 @pytest.mark.parametrize("value, kind", [(np.int64(8), "numpy.int64"), (torch.tensor(8), "torch.Tensor")])
 def test_a_whole_number_of_another_library_is_refused_saying_why(value, kind):
-    # TrainConfig takes Python ints only (accepting numpy's would change check_whole, which every record ran);
-    # the message said "must be a whole number, got np.int64(8)", which reads as nonsense: it now names the type
+    # TrainConfig takes Python ints and whole floats only (accepting numpy's would change check_whole, which every
+    # record ran); the message said "must be a whole number, got np.int64(8)", which reads as nonsense: it now names
+    # the type
     with pytest.raises(ValueError, match=rf"TrainConfig.batch_size must be a whole number >= 1, got .*\(a {kind}, "
                                          r"not a Python int or float\)"):
         TrainConfig(batch_size=value)

@@ -512,7 +512,8 @@ def spiral_diagnostics(res: dict) -> pd.DataFrame:
     (`SPIRAL_READINGS`), beside predictors that need no training on the same test points: the noise itself, the
     generator's own family fitted by least squares to the noisy observed points (`romae.data.spiral.oracle`: it
     ignores the generator's prior on a and b, so it is a reference, not a bound), linear interpolation, and the
-    spiral's observed mean; and the paper's 0.0183. Mean and std over the evaluation trials (the model's: of its first seed)."""
+    spiral's observed mean; and the paper's 0.0183. Mean and std over the evaluation trials (the model's: of its
+    first seed)."""
     prof = res["profile"]
     rows = []
     trials = res["spiral"]["runs"][0]["trials"]
