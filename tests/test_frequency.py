@@ -132,6 +132,16 @@ def _texts_apart(res):
     plt.close(fig)
 
 
+def test_run_returns_and_reads_each_slope_checks_gate(tmp_path, monkeypatch):
+    """`run` returns the gate of each slope check beside each mode's, and the notebook's reading states them."""
+    tiny = dataclasses.replace(F.config("smoke"), n_train=16, test_freqs=(1, 9, 12, 24), n_test_one=1, n_test_two=1)
+    monkeypatch.setitem(F.PROFILES, "smoke", tiny)
+    res = F.run("smoke", reports_dir=tmp_path / "reports", cache_dir=tmp_path / "cache")
+    assert {"1 mode", "2 modes", "1 mode, f >= 9 Hz", "2 modes, higher f >= 9 Hz"} <= set(res["learned"])
+    assert "f >= 9 Hz" in res["learned"]["1 mode, f >= 9 Hz"]["predictor"]
+    assert "- positions t, 1 mode, f >= 9 Hz: did not learn" in F.reading(res)
+
+
 def test_position_scale_and_control(tmp_path, monkeypatch):
     series = sine_series(2, 0)
     assert torch.allclose(F.to_tensors(series, 99.0)["positions"][0, 0, -1], torch.tensor(99.0))
@@ -224,6 +234,11 @@ def test_slope_checks_are_gated_on_the_series_they_fit(tmp_path):
         claims = summary[summary.metric == "fft_mse_slope_per_hz"]
         assert len(claims) == 2 and claims.status.str.startswith(want).all(), claims.status.tolist()
         assert (claims.measured == "claim holds").all()
+        res = dict(profile="quick", config=F.config("quick"), trivial=triv, flags="", status=F.status_table(rows),
+                   learned={r["setting"]: json.loads(r["learned"]) for r in rows
+                            if r["metric"] in ("time_mse_hidden_mean", "fft_mse_slope_per_hz")})
+        text = F.reading(res)  # the reading says where the gate was read, with its numbers
+        assert ("1 mode, f >= 9 Hz: did not learn (time-domain MSE 0.29 against 0.3" in text) == (high == 0.29), text
 
 
 def test_the_gate_refuses_a_trivial_frame_of_other_series():

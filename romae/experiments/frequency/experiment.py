@@ -95,9 +95,10 @@ def run(profile: str = "smoke", reports_dir=None, cache_dir=None, refresh: bool 
     """Train (cached), evaluate (cached), record result rows and save `table_b4_frequency_errors`.
 
     Returns {profile, config, one, two (per-series frames), table, example, history, train_seconds, steps, snr,
-    flags (the training's loss flags, '' if none), learned {1 mode, 2 modes}, trivial (the trivial
-    predictor's per-series frames, `trivial`), status (the Figure 3 / 4 checks as the summary reads them),
-    control}; `control` (profiles with cfg.control) holds the same for the raw-t model, else None.
+    flags (the training's loss flags, '' if none), learned {1 mode, 2 modes and each slope check's setting: its
+    gate}, trivial (the trivial predictor's per-series frames, `trivial`), status (the Figure 3 / 4 checks as the
+    summary reads them), control}; `control` (profiles with cfg.control) holds the same for the raw-t model, else
+    None.
     `checkpoints` (default: on for quick and paper, off for smoke): see `train_model`.
     """
     cfg = config(profile)
@@ -118,7 +119,8 @@ def run(profile: str = "smoke", reports_dir=None, cache_dir=None, refresh: bool 
         rows = _record_variant(ev, suffix, profile, note, reports_dir, scale=run_scale(c), trivial=base,
                                losses=losses)
         recorded += rows
-        got = {r["setting"]: json.loads(r["learned"]) for r in rows if r["metric"] == "time_mse_hidden_mean"}
+        got = {r["setting"]: json.loads(r["learned"]) for r in rows  # each mode's gate, then each slope check's
+               if r["metric"] in ("time_mse_hidden_mean", "fft_mse_slope_per_hz")}
         out[suffix] = dict(profile=profile, config=c, **ev,
                            table=pd.concat([per_case(ev["one"]), per_case(ev["two"])], ignore_index=True),
                            history=pd.DataFrame(trained["history"]), train_seconds=trained["seconds"],
