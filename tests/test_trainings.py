@@ -225,6 +225,17 @@ def test_a_paper_run_sets_the_quick_run_it_replaces_aside(tmp_path):
     reproduce.publish(stage, reports, "14_x", "paper")
     assert (reports / "executed" / "14_x.ipynb").read_text() == "paper 2"
     assert (reports / "quick" / "executed" / "14_x.ipynb").read_text() == "quick"
+    # a page set aside (here: a quick run again, then a paper run) loads MathJax from reports/html/ (it is not
+    # rendered again: it keeps its mtime)
+    from romae.runner.pages import MATHJAX_URL
+    (reports / "html" / "14_x.html").write_text(f'<script src="{MATHJAX_URL}"> </script>quick page')
+    (reports / "provenance" / "14_x.json").write_text(json.dumps({"profile": "quick"}))
+    for rel in ("executed/14_x.ipynb", "provenance/14_x.json"):
+        (stage / rel).parent.mkdir(parents=True, exist_ok=True)
+    (stage / "executed" / "14_x.ipynb").write_text("paper")
+    (stage / "provenance" / "14_x.json").write_text(json.dumps({"profile": "paper"}))
+    reproduce.publish(stage, reports, "14_x", "paper")
+    assert (reports / "quick" / "14_x.html").read_text() == f'<script src="../html/{MATHJAX_URL}"> </script>quick page'
 
 
 def test_the_plan_estimate_counts_samples_of_a_dict_of_tensors_as_of_a_dataset():

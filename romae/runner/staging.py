@@ -315,8 +315,21 @@ def set_aside(stage: Path, reports: Path, notebook: str, profile: str) -> list[P
             target = reports / old / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             os.replace(current, target)
+            if current.parent == reports / "html" and target.suffix == ".html":
+                _point_at_mathjax(target, reports / "html")
             moved.append(target)
     return moved
+
+
+def _point_at_mathjax(page: Path, html_dir: Path) -> None:
+    """A page moved out of <reports>/html/ loads MathJax from there (`pages.render_page` writes its src relative to
+    the page; a page set aside keeps its mtime, so it is not rendered again)."""
+    from .pages import MATHJAX_URL
+
+    body = page.read_text(encoding="utf-8")
+    moved = Path(os.path.relpath(html_dir, page.parent), MATHJAX_URL).as_posix()
+    if f'"{MATHJAX_URL}' in body:
+        report.write_atomic(page, body.replace(f'"{MATHJAX_URL}', f'"{moved}'))
 
 
 def clean_stale_staging(reports: Path) -> None:
