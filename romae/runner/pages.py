@@ -19,7 +19,7 @@ import pandas as pd
 from . import claims, frontpage, provenance
 from ..compendium import report, trainings
 from ..compendium.report import _slug
-from .staging import all_runs, latest_runs, redact_file, redactor, runs_with_variants
+from .staging import MATHJAX_URL, all_runs, latest_runs, redact_file, redactor, runs_with_variants
 from .summary import artefact_view, build_summary
 # MathJax 2.7 as shipped by jupyter-server-mathjax: the combined TeX + HTML-CSS configuration and the
 # files it loads on demand (STIX web fonts; no SVG output, no translations) -- about 2.5 MB.
@@ -33,7 +33,7 @@ MathJax.Hub.Config({"HTML-CSS": {availableFonts: [], webFont: "STIX-Web", imageF
                     menuSettings: {renderer: "HTML-CSS"}});
 MathJax.Ajax.loadComplete("[MathJax]/config/local/romae.js");
 """
-MATHJAX_URL = "mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full,Safe,local/romae"
+# MATHJAX_URL (the src a page in <reports>/html/ loads MathJax from) lives in staging, which rewrites it
 
 
 def add_runs_section(reports: Path) -> None:

@@ -294,6 +294,10 @@ def publish(stage: Path, reports: Path, notebook: str, profile: str, variant: st
     return dest
 
 
+# the src a page in <reports>/html/ loads MathJax from (`pages.render_page`, `_point_at_mathjax`)
+MATHJAX_URL = "mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full,Safe,local/romae"
+
+
 def set_aside(stage: Path, reports: Path, notebook: str, profile: str) -> list[Path]:
     """Before a better profile's run of `notebook` publishes into `reports` (paper over quick), move the files it
     would replace, those of the run published there now, into <reports>/<their profile>/ (the same paths), with
@@ -324,8 +328,6 @@ def set_aside(stage: Path, reports: Path, notebook: str, profile: str) -> list[P
 def _point_at_mathjax(page: Path, html_dir: Path) -> None:
     """A page moved out of <reports>/html/ loads MathJax from there (`pages.render_page` writes its src relative to
     the page; a page set aside keeps its mtime, so it is not rendered again)."""
-    from .pages import MATHJAX_URL
-
     body = page.read_text(encoding="utf-8")
     moved = Path(os.path.relpath(html_dir, page.parent), MATHJAX_URL).as_posix()
     if f'"{MATHJAX_URL}' in body:
