@@ -9,7 +9,6 @@ import base64
 import html
 import io
 import json
-import os
 import re
 import shutil
 from pathlib import Path
@@ -19,7 +18,7 @@ import pandas as pd
 from . import claims, frontpage, provenance
 from ..compendium import report, trainings
 from ..compendium.report import _slug
-from .staging import MATHJAX_URL, all_runs, latest_runs, redact_file, redactor, runs_with_variants
+from .staging import MATHJAX_URL, all_runs, latest_runs, mathjax_src, redact_file, redactor, runs_with_variants
 from .summary import artefact_view, build_summary
 # MathJax 2.7 as shipped by jupyter-server-mathjax: the combined TeX + HTML-CSS configuration and the
 # files it loads on demand (STIX web fonts; no SVG output, no translations) -- about 2.5 MB.
@@ -227,7 +226,7 @@ def render_page(reports: Path, executed: Path, page: Path, force: bool = False) 
         exporter = HTMLExporter(template_name="lab", mathjax_url=MATHJAX_URL, embed_images=True)
         body, _ = exporter.from_filename(str(executed))
         if page.parent != html_dir:
-            body = body.replace(MATHJAX_URL, Path(os.path.relpath(html_dir, page.parent), MATHJAX_URL).as_posix())
+            body = body.replace(MATHJAX_URL, mathjax_src(html_dir, page))
         page.parent.mkdir(parents=True, exist_ok=True)
         report.write_atomic(page, redactor(reports)(smaller_pngs(body)))  # the executed copy is clean already
     return page

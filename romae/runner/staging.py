@@ -298,6 +298,11 @@ def publish(stage: Path, reports: Path, notebook: str, profile: str, variant: st
 MATHJAX_URL = "mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full,Safe,local/romae"
 
 
+def mathjax_src(html_dir: Path, page: Path) -> str:
+    """The src from which `page` (anywhere under the reports folder) loads the MathJax vendored in `html_dir`."""
+    return Path(os.path.relpath(html_dir, page.parent), MATHJAX_URL).as_posix()
+
+
 def set_aside(stage: Path, reports: Path, notebook: str, profile: str) -> list[Path]:
     """Before a better profile's run of `notebook` publishes into `reports` (paper over quick), move the files it
     would replace, those of the run published there now, into <reports>/<their profile>/ (the same paths), with
@@ -329,9 +334,8 @@ def _point_at_mathjax(page: Path, html_dir: Path) -> None:
     """A page moved out of <reports>/html/ loads MathJax from there (`pages.render_page` writes its src relative to
     the page; a page set aside keeps its mtime, so it is not rendered again)."""
     body = page.read_text(encoding="utf-8")
-    moved = Path(os.path.relpath(html_dir, page.parent), MATHJAX_URL).as_posix()
     if f'"{MATHJAX_URL}' in body:
-        report.write_atomic(page, body.replace(f'"{MATHJAX_URL}', f'"{moved}'))
+        report.write_atomic(page, body.replace(f'"{MATHJAX_URL}', f'"{mathjax_src(html_dir, page)}'))
 
 
 def clean_stale_staging(reports: Path) -> None:
